@@ -1,0 +1,117 @@
+import { randomUUID } from "node:crypto";
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from "fastify";
+import { ApiError, type ErrorStyle, renderError, unavailable } from "./api/errors.js";
+import { registerAuth } from "./api/auth.js";
+import { openApiDocument } from "./api/openapi.js";
+import { connectionRoutes } from "./api/routes/connections.js";
+import { healthRoutes } from "./api/routes/health.js";
+import { ingestRoutes } from "./api/routes/ingest.js";
+import { readRoutes } from "./api/routes/read.js";
+import { usageRoutes } from "./api/routes/usage.js";
+import type { Principal } from "./identity/principal.js";
+import type { AppContext } from "./context.js";
+import { SeriesUnavailableError, SeriesValidationError } from "./stores/series/types.js";
+import { StoreNotReadyError } from "./stores/supervisor.js";
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** Which of the spec's error bodies this route answers with; default `envelope`. */
+    errorStyle?: ErrorStyle;
+  }
+}
+
+export interface AppOptions {
+  /** Largest request body accepted by default, in bytes. */
+  bodyLimit?: number;
+  /** Benchmarks only: every request acts as this principal, with no key lookup and no rate limit. */
+  fixedPrincipal?: Principal;
+}
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/** Maps any thrown value to the ApiError the client sees. Internal messages never leave for a 5xx. */
+export function toApiError(err: unknown, bodyLimit?: number): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof StoreNotReadyError) return unavailable(err.message, { store: err.store });
+  if (err instanceof SeriesUnavailableError)
+    return unavailable("The series store is unavailable; nothing was stored. Retry shortly.", {
+      store: err.store,
+    });
+  if (err instanceof SeriesValidationError)
+    return new ApiError(400, "VALIDATION_ERROR", err.message, { field: err.field });
+  const fe = err as Partial<FastifyError>;
+  switch (fe.code) {
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return new ApiError(
+        413,
+        "PAYLOAD_TOO_LARGE",
+        bodyLimit ? `Payload too large: at most ${bodyLimit} bytes.` : "Payload too large.",
+      );
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+      return new ApiError(
+        400,
+        "VALIDATION_ERROR",
+        "body: send it as JSON with Content-Type: application/json.",
+      );
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+      return new ApiError(400, "VALIDATION_ERROR", "body: the request body is empty; send a JSON document.");
+    case "FST_ERR_CTP_INVALID_JSON_BODY":
+      return new ApiError(400, "VALIDATION_ERROR", "body: malformed JSON; send a valid JSON document.");
+    case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
+      return new ApiError(400, "VALIDATION_ERROR", "Content-Length does not match the body.");
+  }
+  if (fe.statusCode === 400 && err instanceof SyntaxError) {
+    return new ApiError(400, "VALIDATION_ERROR", `body: malformed JSON (${err.message})`);
+  }
+  if (typeof fe.statusCode === "number" && fe.statusCode >= 400 && fe.statusCode < 500) {
+    return new ApiError(fe.statusCode, "BAD_REQUEST", fe.message ?? "Bad request.");
+  }
+  return new ApiError(500, "INTERNAL_ERROR", "Internal server error.");
+}
+
+/**
+ * The Fastify application, separate from the process (server.ts) so tests can build it
+ * around real stores and call `app.inject` without a socket.
+ */
+export async function buildApp(ctx: AppContext, opts: AppOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: ctx.log as FastifyBaseLogger,
+    bodyLimit: opts.bodyLimit ?? 1024 * 1024,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers["x-request-id"];
+      return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    return503OnClosing: true,
+    forceCloseConnections: "idle",
+    ajv: { customOptions: { coerceTypes: false } },
+  });
+
+  app.addHook("onRequest", async (req, reply) => {
+    reply.header("x-request-id", req.id);
+  });
+
+  app.setErrorHandler((err, req, reply) => {
+    const apiErr = toApiError(err, req.routeOptions.bodyLimit);
+    if (apiErr.statusCode === 503) reply.header("Retry-After", 5);
+    if (apiErr.statusCode >= 500 && apiErr.statusCode !== 503) req.log.error({ err }, "request failed");
+    else if (apiErr.statusCode === 503) req.log.warn({ err: (err as Error).message }, "store unavailable");
+    const style = req.routeOptions.config?.errorStyle ?? "envelope";
+    return reply.code(apiErr.statusCode).send(renderError(style, apiErr));
+  });
+
+  app.setNotFoundHandler((req, reply) => {
+    const err = new ApiError(404, "NOT_FOUND", `No route ${req.method} ${req.url.split("?")[0]}.`);
+    return reply.code(404).send(renderError("envelope", err));
+  });
+
+  registerAuth(app, ctx, opts.fixedPrincipal);
+  const openapi = openApiDocument(ctx.config.publicUrl, "0.1.0");
+  app.get("/v1/openapi.json", async () => openapi);
+  await app.register(async (scope) => healthRoutes(scope, ctx));
+  await app.register(async (scope) => connectionRoutes(scope, ctx));
+  await app.register(async (scope) => usageRoutes(scope, ctx));
+  await app.register(async (scope) => ingestRoutes(scope, ctx));
+  await app.register(async (scope) => readRoutes(scope, ctx));
+  return app;
+}

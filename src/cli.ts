@@ -1,0 +1,88 @@
+#!/usr/bin/env node
+import { parseArgs } from "node:util";
+import { type Config, ConfigError, loadConfig } from "./config.js";
+import { parseRoles, serve } from "./server.js";
+import { adminMain } from "./admin/cli.js";
+import { simMain } from "./sim/cli.js";
+import { migrateAll } from "./stores/index.js";
+
+const USAGE = `Usage: vigil <command> [options]
+
+Commands:
+  serve [--roles api,probe,jobs]   REST API, ingest, MCP, probes and jobs (default: all roles)
+  migrate                          apply database migrations and the QuestDB schema, then exit
+  admin <command> [options]        account set-up (create-user, create-org, add-member, create-key, revoke-key)
+  sim <kind> [options]             simulators of the monitored platforms (workflow_a, workflow_b, gateway)
+  bench <name> [options]           load benchmarks with a printed report (series-write, …)
+
+Configuration comes from the environment; see .env.example.`;
+
+function fail(message: string, code = 1): never {
+  process.stderr.write(`vigil: ${message}\n`);
+  process.exit(code);
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  if (!command || command === "--help" || command === "-h" || command === "help") {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  const config = (() => {
+    try {
+      return loadConfig();
+    } catch (err) {
+      if (err instanceof ConfigError) fail(err.message, 2);
+      throw err;
+    }
+  })();
+
+  switch (command) {
+    case "serve": {
+      const { values } = parseArgs({ args: rest, options: { roles: { type: "string" } } });
+      let roles: ReturnType<typeof parseRoles>;
+      try {
+        roles = parseRoles(values.roles);
+      } catch (err) {
+        fail((err as Error).message, 2);
+      }
+      await serve(config, roles);
+      return;
+    }
+    case "migrate": {
+      const result = await migrateAll(config, (line) => process.stdout.write(`${line}\n`));
+      process.stdout.write(
+        result.applied.length ? `migrations applied: ${result.applied.length}\n` : "database is up to date\n",
+      );
+      return;
+    }
+    case "bench": {
+      const [name, ...args] = rest;
+      if (!name || !/^[a-z-]+$/.test(name))
+        fail("bench: name a benchmark, e.g. `vigil bench series-write`", 2);
+      let mod: { run(config: Config, args: string[]): Promise<void> };
+      try {
+        mod = await import(new URL(`../bench/${name}.js`, import.meta.url).href);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === "ERR_MODULE_NOT_FOUND")
+          fail(`bench: no benchmark named ${name}`, 2);
+        throw err;
+      }
+      await mod.run(config, args);
+      return;
+    }
+    case "admin": {
+      process.exitCode = await adminMain(config, rest);
+      return;
+    }
+    case "sim":
+      process.exitCode = await simMain(rest);
+      return;
+    default:
+      fail(`unknown command "${command}"\n\n${USAGE}`, 2);
+  }
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  fail(err instanceof Error ? err.message : String(err));
+});

@@ -1,0 +1,163 @@
+import path from "node:path";
+import { z } from "zod";
+
+/**
+ * The whole runtime configuration, parsed once at start-up from the environment.
+ * Nothing outside this module reads `process.env`: everything else receives a `Config`.
+ */
+
+const emptyToUndefined = (v: unknown) => (typeof v === "string" && v.trim() === "" ? undefined : v);
+
+const url = (protocols: string[], example: string) =>
+  z.preprocess(
+    emptyToUndefined,
+    z
+      .string()
+      .refine(
+        (v) => {
+          try {
+            return protocols.includes(new URL(v).protocol);
+          } catch {
+            return false;
+          }
+        },
+        `must be a ${protocols.join(" or ")} URL, for example ${example}`,
+      )
+      .optional(),
+  );
+
+const port = z.preprocess(
+  emptyToUndefined,
+  z.coerce
+    .number({ error: "must be a port number" })
+    .int("must be a whole number")
+    .min(0, "must be between 0 and 65535")
+    .max(65535, "must be between 0 and 65535")
+    .default(8080),
+);
+
+const intVar = (min: number, max: number, dflt: number) =>
+  z.preprocess(
+    emptyToUndefined,
+    z.coerce
+      .number({ error: "must be a whole number" })
+      .int("must be a whole number")
+      .min(min, `must be at least ${min}`)
+      .max(max, `must be at most ${max}`)
+      .default(dflt),
+  );
+
+export const envSchema = z.object({
+  DATABASE_URL: url(["postgres:", "postgresql:"], "postgres://user:pass@127.0.0.1:5432/vigil"),
+  QUESTDB_URL: url(["http:", "https:"], "http://127.0.0.1:9000"),
+  QUESTDB_PG_URL: url(["postgres:", "postgresql:"], "postgres://admin:quest@127.0.0.1:8812/qdb"),
+  PORT: port,
+  HOST: z.preprocess(emptyToUndefined, z.string().min(1).default("127.0.0.1")),
+  PUBLIC_URL: url(["http:", "https:"], "https://vigil.example.com"),
+  VIGIL_DATA_DIR: z.preprocess(emptyToUndefined, z.string().min(1).default("./data")),
+  VIGIL_SECRET: z.preprocess(
+    emptyToUndefined,
+    z.string().min(32, "must be at least 32 characters (try: openssl rand -base64 48)").optional(),
+  ),
+  VIGIL_PREVIOUS_SECRETS: z.preprocess(emptyToUndefined, z.string().optional()),
+  SMTP_URL: url(["smtp:", "smtps:"], "smtp://user:pass@mail.example.com:587"),
+  MAIL_FROM: z.preprocess(emptyToUndefined, z.string().min(3).default("Vigil <vigil@localhost>")),
+  WORKFLOW_B_API_TEMPLATE: z.preprocess(
+    emptyToUndefined,
+    z
+      .string()
+      .refine(
+        (v) => v.includes("{region}") || /^https?:\/\//.test(v),
+        "must be an http(s) URL template, e.g. https://{region}.make.com/api/v2",
+      )
+      .default("https://{region}.make.com/api/v2"),
+  ),
+  PROBE_LEASE_SECONDS: intVar(1, 3600, 30),
+  PROBE_CONCURRENCY: intVar(1, 10_000, 200),
+  PROBE_TIMEOUT_MS: intVar(100, 120_000, 10_000),
+  LOG_LEVEL: z.preprocess(
+    emptyToUndefined,
+    z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  ),
+});
+
+export type Env = z.infer<typeof envSchema>;
+
+export interface Config {
+  databaseUrl: string | undefined;
+  questdb: { httpUrl: string; pgUrl: string } | undefined;
+  host: string;
+  port: number;
+  publicUrl: string;
+  dataDir: string;
+  /** Explicit master secret; when absent one is generated into the data dir (see secrets.ts). */
+  secret: string | undefined;
+  /** Earlier master secrets, still accepted for decrypting credentials during a rotation. */
+  previousSecrets: string[];
+  smtpUrl: string | undefined;
+  mailFrom: string;
+  logLevel: Env["LOG_LEVEL"];
+  /** workflow_b API address; `{region}` is replaced by the connection's region. */
+  workflowBApiTemplate: string;
+  probe: { leaseSeconds: number; concurrency: number; timeoutMs: number };
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: { variable: string; message: string }[]) {
+    super(
+      `Invalid configuration:\n${problems.map((p) => `  ${p.variable}: ${p.message}`).join("\n")}\n` +
+        "Fix the variable(s) above (see .env.example) and start again.",
+    );
+    this.name = "ConfigError";
+  }
+}
+
+/** Derives QuestDB's pg-wire address from its HTTP address: same host, port 8812, admin/quest. */
+export function derivedQuestdbPgUrl(httpUrl: string): string {
+  const u = new URL(httpUrl);
+  return `postgres://admin:quest@${u.hostname}:8812/qdb`;
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((i) => ({ variable: String(i.path[0] ?? "?"), message: i.message })),
+    );
+  }
+  const e = parsed.data;
+  if (e.QUESTDB_PG_URL && !e.QUESTDB_URL) {
+    throw new ConfigError([
+      { variable: "QUESTDB_PG_URL", message: "is set but QUESTDB_URL is not; set both, or neither" },
+    ]);
+  }
+  const host = e.HOST;
+  const publicHost = host.includes(":") ? `[${host}]` : host;
+  return {
+    databaseUrl: e.DATABASE_URL,
+    questdb: e.QUESTDB_URL
+      ? {
+          httpUrl: e.QUESTDB_URL.replace(/\/+$/, ""),
+          pgUrl: e.QUESTDB_PG_URL ?? derivedQuestdbPgUrl(e.QUESTDB_URL),
+        }
+      : undefined,
+    host,
+    port: e.PORT,
+    publicUrl: (e.PUBLIC_URL ?? `http://${publicHost}:${e.PORT}`).replace(/\/+$/, ""),
+    dataDir: path.resolve(e.VIGIL_DATA_DIR),
+    secret: e.VIGIL_SECRET,
+    previousSecrets: (e.VIGIL_PREVIOUS_SECRETS ?? "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean),
+    smtpUrl: e.SMTP_URL,
+    mailFrom: e.MAIL_FROM,
+    logLevel: e.LOG_LEVEL,
+    workflowBApiTemplate: e.WORKFLOW_B_API_TEMPLATE,
+    probe: {
+      leaseSeconds: e.PROBE_LEASE_SECONDS,
+      concurrency: e.PROBE_CONCURRENCY,
+      timeoutMs: e.PROBE_TIMEOUT_MS,
+    },
+  };
+}

@@ -1,0 +1,138 @@
+import { randomUUID } from "node:crypto";
+import type { AppContext } from "../context.js";
+import { insertKey } from "../identity/keys.js";
+import type { Principal } from "../identity/principal.js";
+import type { Plan } from "../identity/plans.js";
+import { mayPlaceIn } from "../identity/visibility.js";
+import { CHECK_INTERVAL_SECONDS } from "../probes/schedule.js";
+import type { Queryable } from "../stores/relational/types.js";
+import { invalid, placementDenied } from "./errors.js";
+import { type CreateConnectionBody, KIND_FIELDS } from "./schema.js";
+
+const CREDENTIAL_FIELDS = ["base_url", "api_key", "api_token", "region"] as const;
+
+/** Per-kind rules the schema alone cannot express: required fields on create. */
+function checkRequiredFields(
+  kind: CreateConnectionBody["service_type"],
+  body: Record<string, unknown>,
+): void {
+  for (const f of KIND_FIELDS[kind].required)
+    if (body[f] === undefined) throw invalid(f, `is required for ${kind} connections`);
+}
+
+/** Another kind's credential (an api_key on a workflow_b connection, …) is a 400, on create and update. */
+export function checkAllowedFields(
+  kind: CreateConnectionBody["service_type"],
+  body: Record<string, unknown>,
+): void {
+  const rules = KIND_FIELDS[kind];
+  for (const f of CREDENTIAL_FIELDS) {
+    if (body[f] !== undefined && body[f] !== null && !rules.allowed.includes(f))
+      throw invalid(f, `is not used by ${kind} connections`);
+  }
+}
+
+/**
+ * Probe settings a kind can use (checks for workflow_a/b, heartbeats for gateways), and an
+ * interval no shorter than the plan's minimum.
+ */
+export async function checkMonitoringFields(
+  db: Queryable,
+  p: Principal,
+  kind: CreateConnectionBody["service_type"],
+  organizationId: string | null,
+  body: Record<string, unknown>,
+): Promise<void> {
+  const probeFields = ["check_interval_seconds", "failure_threshold"];
+  const beatFields = ["heartbeat_interval_seconds", "heartbeat_grace_seconds"];
+  for (const f of kind === "gateway" ? probeFields : beatFields) {
+    if (body[f] !== undefined && body[f] !== null)
+      throw invalid(
+        f,
+        kind === "gateway"
+          ? "gateways are not probed; use heartbeat_interval_seconds"
+          : "is only for gateway connections",
+      );
+  }
+  const interval = body.check_interval_seconds;
+  if (typeof interval === "number") {
+    const plan = await planOf(db, p.userId, organizationId);
+    const min = CHECK_INTERVAL_SECONDS[plan].minimum;
+    if (interval < min)
+      throw invalid("check_interval_seconds", `must be at least ${min} on the ${plan} plan`);
+  }
+}
+
+/** The plan that governs a connection: its organization's, or its owner's. */
+export async function planOf(db: Queryable, userId: string, organizationId: string | null): Promise<Plan> {
+  const r = organizationId
+    ? await db.query<{ plan: Plan }>("SELECT plan FROM organizations WHERE id = $1", [organizationId])
+    : await db.query<{ plan: Plan }>("SELECT plan FROM users WHERE id = $1", [userId]);
+  return r.rows[0]?.plan ?? "free";
+}
+
+/** The organization a request names: `personal` and null mean none; omitted means the key's own. */
+export function requestedOrganization(p: Principal, value: string | null | undefined): string | null {
+  if (value === undefined) return p.kind === "organization" ? p.organizationId : null;
+  return value === "personal" || value === null ? null : value;
+}
+
+export async function createConnection(ctx: AppContext, p: Principal, body: CreateConnectionBody) {
+  checkRequiredFields(body.service_type, body);
+  checkAllowedFields(body.service_type, body);
+  const db = ctx.stores.db;
+  const organizationId = requestedOrganization(p, body.organization_id);
+  const denied = await mayPlaceIn(db, p, organizationId);
+  if (denied) throw placementDenied(denied);
+  await checkMonitoringFields(db, p, body.service_type, organizationId, body);
+
+  const id = randomUUID();
+  return db.transaction(async (tx) => {
+    await tx.query(
+      `INSERT INTO connections (id, user_id, organization_id, service_type, service_name, status, base_url,
+                                api_key_enc, api_key_length, api_token_enc, api_token_length, region, team_id, configuration,
+                                check_interval_seconds, failure_threshold, heartbeat_interval_seconds, heartbeat_grace_seconds)
+       VALUES ($1, $2, $3, $4, $5, 'inactive', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+      [
+        id,
+        p.userId,
+        organizationId,
+        body.service_type,
+        body.service_name,
+        body.base_url ?? null,
+        body.api_key ? ctx.credentials.encrypt(body.api_key) : null,
+        body.api_key?.length ?? 0,
+        body.api_token ? ctx.credentials.encrypt(body.api_token) : null,
+        body.api_token?.length ?? 0,
+        body.region ?? null,
+        body.team_id ?? null,
+        body.configuration === undefined ? null : JSON.stringify(body.configuration),
+        body.check_interval_seconds ?? null,
+        body.failure_threshold ?? null,
+        body.heartbeat_interval_seconds ?? null,
+        body.heartbeat_grace_seconds ?? null,
+      ],
+    );
+    const ingestKey =
+      body.service_type === "gateway"
+        ? await insertKey(tx, {
+            id: randomUUID(),
+            userId: p.userId,
+            kind: "usage_ingestion",
+            connectionId: id,
+            name: `ingest: ${body.service_name}`,
+            permissions: [],
+          })
+        : null;
+    return {
+      message: "Connection created",
+      connection: {
+        id,
+        service_type: body.service_type,
+        service_name: body.service_name,
+        status: "inactive",
+      },
+      ingest_api_key: ingestKey,
+    };
+  });
+}

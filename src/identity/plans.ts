@@ -1,0 +1,22 @@
+export const PLANS = ["free", "pro", "scale", "enterprise"] as const;
+export type Plan = (typeof PLANS)[number];
+
+/**
+ * Requests per hour for REST API keys, per account (see README: Rate limits). Free and pro are
+ * the spec's figures; scale is our choice; enterprise is a default that an account's
+ * `rate_limit_per_hour` overrides.
+ */
+export const API_RATE_LIMIT_PER_HOUR: Record<Plan, number> = {
+  free: 100,
+  pro: 1_000,
+  scale: 10_000,
+  enterprise: 100_000,
+};
+
+/** Heartbeat ingestion keys are limited per gateway connection, apart from the account's REST budget. */
+export const INGEST_RATE_LIMIT_PER_HOUR: Record<Plan, number> = {
+  free: 3_600,
+  pro: 36_000,
+  scale: 36_000,
+  enterprise: 360_000,
+};

@@ -1,0 +1,145 @@
+import { createHash } from "node:crypto";
+import { ApiError } from "../api/errors.js";
+import type { AppContext } from "../context.js";
+import type { Principal } from "../identity/principal.js";
+import {
+  availabilitySamples,
+  gatewayHeartbeats,
+  gatewayModelUsage,
+  type RowOf,
+} from "../stores/series/tables.js";
+import type { HeartbeatBody } from "./heartbeat-schema.js";
+import { costUsd } from "./pricing.js";
+
+/** How far in the future a period may end before it is refused as a clock error. */
+const MAX_CLOCK_SKEW_MS = 5 * 60_000;
+
+/** Stable JSON (sorted keys), so the same body always hashes the same. */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
+  if (v && typeof v === "object")
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
+      .join(",")}}`;
+  return JSON.stringify(v);
+}
+
+/**
+ * How a repeat is recognised: a heartbeat with a token period is identified by its connection
+ * and the period's start and end, and stored at the period's end; a resend of that period,
+ * even with other content, replaces the stored rows instead of adding to them. A heartbeat
+ * without a period is identified by a digest of its body: a resend within the repeat window is
+ * stored at the first arrival's second (see {@link PeriodlessRepeats}).
+ */
+export async function heartbeatIdentity(
+  ctx: AppContext,
+  connectionId: string,
+  body: HeartbeatBody,
+  received: Date,
+): Promise<{ id: string; ts: Date }> {
+  const period = body.tokens?.period;
+  if (!period) {
+    const digest = createHash("sha256")
+      .update(`body\n${connectionId}\n${canonical(body)}`)
+      .digest("hex");
+    return ctx.heartbeatRepeats.place(connectionId, digest, received);
+  }
+  const material = `period\n${connectionId}\n${new Date(period.startedAt).toISOString()}\n${new Date(period.endedAt).toISOString()}`;
+  const id = `hb_${createHash("sha256").update(material).digest("hex").slice(0, 32)}`;
+  return { id, ts: new Date(period.endedAt) };
+}
+
+/**
+ * POST /v1/gateway/ingest: stores the heartbeat (health, latency, version, host signals, the
+ * period's token totals), one row per byModel entry (priced from the pricing table when the
+ * daemon gave no cost), and an availability sample; marks the connection active. Resolves only
+ * after the series store committed all of it.
+ */
+export async function ingestHeartbeat(ctx: AppContext, p: Principal, body: HeartbeatBody) {
+  const connectionId = p.connectionId as string;
+  const received = ctx.now();
+  const period = body.tokens?.period;
+  if (period && Date.parse(period.endedAt) > received.getTime() + MAX_CLOCK_SKEW_MS)
+    throw new ApiError(
+      400,
+      "VALIDATION_ERROR",
+      "tokens.period.endedAt: is in the future; check the daemon's clock",
+    );
+  const { id, ts } = await heartbeatIdentity(ctx, connectionId, body, received);
+
+  const models: RowOf<typeof gatewayModelUsage>[] = [];
+  for (const m of body.tokens?.byModel ?? []) {
+    let cost = m.estimatedCostUsd;
+    let source = "reported";
+    if (cost === undefined) {
+      const price = await ctx.prices.priceOf(m.model, ts);
+      cost = price ? costUsd(price, { input: m.inputTokens, output: m.outputTokens }) : 0;
+      source = price ? "priced" : "unpriced";
+    }
+    models.push({
+      ts,
+      connection_id: connectionId,
+      heartbeat_id: id,
+      model: m.model,
+      input_tokens: m.inputTokens,
+      output_tokens: m.outputTokens,
+      cost_usd: cost,
+      cost_source: source,
+    });
+  }
+
+  const healthy = body.gateway.status === "healthy";
+  const pidAlive = body.system?.gatewayPidAlive ?? true;
+  const available = healthy && pidAlive;
+  await ctx.stores.series.write([
+    {
+      table: gatewayHeartbeats,
+      rows: [
+        {
+          ts,
+          connection_id: connectionId,
+          heartbeat_id: id,
+          status: body.gateway.status,
+          healthy,
+          latency_ms: body.gateway.latencyMs,
+          version: body.gateway.version,
+          pid_alive: pidAlive,
+          system: body.system ? JSON.stringify(body.system) : null,
+          period_start: period ? new Date(period.startedAt) : null,
+          period_end: period ? new Date(period.endedAt) : null,
+          input_tokens: period?.inputTokens ?? 0,
+          output_tokens: period?.outputTokens ?? 0,
+          cache_read_tokens: period?.cacheReadTokens ?? 0,
+          cache_write_tokens: period?.cacheWriteTokens ?? 0,
+          request_count: period?.requestCount ?? 0,
+          // The period's own estimate when given, else the sum of the per-model costs.
+          cost_usd: period?.estimatedCostUsd ?? models.reduce((s, m) => s + m.cost_usd, 0),
+          received_at: received,
+        },
+      ],
+    },
+    { table: gatewayModelUsage, rows: models },
+    {
+      table: availabilitySamples,
+      rows: [
+        {
+          ts,
+          connection_id: connectionId,
+          available,
+          response_time_ms: body.gateway.latencyMs,
+          reason: available ? null : healthy ? "process_down" : "gateway_unhealthy",
+          error: available
+            ? null
+            : healthy
+              ? "gateway process is not alive"
+              : `gateway status ${body.gateway.status}`,
+          synthetic: false,
+          source: "heartbeat",
+        },
+      ],
+    },
+  ]);
+  await ctx.connectionStatus.markActive(connectionId);
+  return { message: "Heartbeat recorded", heartbeat_id: id };
+}

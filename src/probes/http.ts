@@ -1,0 +1,116 @@
+import { Agent, errors, request } from "undici";
+
+/**
+ * One HTTP request of a check, with every way it can go wrong turned into a value. Redirects
+ * are not followed (a platform that redirects its health or API endpoints is misconfigured),
+ * bodies are read only up to `maxBytes`, and the whole exchange is bounded by `timeoutMs`.
+ */
+export type FailureReason =
+  | "timeout"
+  | "connection_refused"
+  | "dns"
+  | "tls"
+  | "connection_reset"
+  | "http_status"
+  | "redirect"
+  | "bad_credentials"
+  | "invalid_response"
+  | "response_too_large"
+  | "network";
+
+export type HttpOutcome =
+  | { ok: true; status: number; body: unknown; ms: number }
+  | { ok: false; reason: FailureReason; error: string; status?: number; ms: number };
+
+export interface ProbeHttpOptions {
+  headers?: Record<string, string>;
+  timeoutMs: number;
+  maxBytes?: number;
+  /** Parse the body as JSON (a parse failure is `invalid_response`). */
+  json?: boolean;
+}
+
+/** One keep-alive agent for all probes; connections per origin are bounded. */
+export function createProbeAgent(connectionsPerOrigin = 8): Agent {
+  return new Agent({ connections: connectionsPerOrigin, keepAliveTimeout: 30_000, pipelining: 1 });
+}
+
+function classify(err: unknown): { reason: FailureReason; error: string } {
+  const e = err as {
+    code?: string;
+    name?: string;
+    message?: string;
+    cause?: { code?: string; message?: string };
+  };
+  const code = e.code ?? e.cause?.code ?? "";
+  const message = e.message ?? String(err);
+  if (
+    e.name === "TimeoutError" ||
+    e.name === "AbortError" ||
+    err instanceof errors.HeadersTimeoutError ||
+    err instanceof errors.BodyTimeoutError ||
+    code === "UND_ERR_CONNECT_TIMEOUT"
+  )
+    return { reason: "timeout", error: "no answer within the check timeout" };
+  if (code === "ECONNREFUSED")
+    return { reason: "connection_refused", error: `connection refused (${message})` };
+  if (code === "ENOTFOUND" || code === "EAI_AGAIN")
+    return { reason: "dns", error: `host not found (${message})` };
+  if (/CERT|SSL|TLS/i.test(code) || /certificate|tls/i.test(message))
+    return { reason: "tls", error: `TLS error (${message})` };
+  if (code === "ECONNRESET" || code === "UND_ERR_SOCKET" || err instanceof errors.SocketError)
+    return { reason: "connection_reset", error: `connection closed by the platform (${message})` };
+  return { reason: "network", error: message };
+}
+
+export async function probeHttp(agent: Agent, url: string, opts: ProbeHttpOptions): Promise<HttpOutcome> {
+  const started = performance.now();
+  const ms = () => Math.round((performance.now() - started) * 10) / 10;
+  const maxBytes = opts.maxBytes ?? 1024 * 1024;
+  const signal = AbortSignal.timeout(opts.timeoutMs);
+  try {
+    const res = await request(url, {
+      method: "GET",
+      headers: { accept: "application/json", "user-agent": "vigil-probe", ...opts.headers },
+      dispatcher: agent,
+      signal,
+      headersTimeout: opts.timeoutMs,
+      bodyTimeout: opts.timeoutMs,
+    });
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of res.body) {
+      size += (chunk as Buffer).length;
+      if (size > maxBytes) {
+        res.body.destroy();
+        return {
+          ok: false,
+          reason: "response_too_large",
+          error: `response larger than ${maxBytes} bytes`,
+          status: res.statusCode,
+          ms: ms(),
+        };
+      }
+      chunks.push(chunk as Buffer);
+    }
+    const status = res.statusCode;
+    if (status >= 300 && status < 400)
+      return {
+        ok: false,
+        reason: "redirect",
+        error: `HTTP ${status} redirect to ${String(res.headers.location ?? "?")}`,
+        status,
+        ms: ms(),
+      };
+    if (status < 200 || status >= 300)
+      return { ok: false, reason: "http_status", error: `HTTP ${status}`, status, ms: ms() };
+    if (!opts.json) return { ok: true, status, body: null, ms: ms() };
+    try {
+      return { ok: true, status, body: JSON.parse(Buffer.concat(chunks).toString("utf8")), ms: ms() };
+    } catch {
+      return { ok: false, reason: "invalid_response", error: "the answer is not JSON", status, ms: ms() };
+    }
+  } catch (err) {
+    return { ok: false, ...classify(err), ms: ms() };
+  }
+}

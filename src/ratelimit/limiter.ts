@@ -1,0 +1,156 @@
+import type { Logger } from "pino";
+import type { RelationalStore } from "../stores/relational/types.js";
+
+export interface RateDecision {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** End of the current window, Unix seconds. */
+  reset: number;
+}
+
+const HOUR = 3_600_000;
+
+interface ScopeState {
+  window: number;
+  /** The shared count as of the last sync (every node's requests, ours included). */
+  synced: number;
+  /** Requests this node admitted since the last sync. */
+  pending: number;
+  known: boolean;
+  first?: Promise<void>;
+}
+
+export interface RateLimiterOptions {
+  syncMs?: number;
+  now?: () => number;
+}
+
+/**
+ * Fixed one-hour windows per scope (an account), shared by every node through one row per
+ * scope and window in Postgres. A node counts locally and adds its count to the shared row
+ * about once a second, reading back the total; the first request of a scope in a window
+ * waits for one such read, so a node never starts from zero when others already spent the
+ * budget. Across N busy nodes the limit can be overshot by at most what they admit in one
+ * sync interval. Rejected requests are not counted.
+ */
+export class RateLimiter {
+  private readonly scopes = new Map<string, ScopeState>();
+  private readonly syncMs: number;
+  private readonly now: () => number;
+  private readonly timer: NodeJS.Timeout;
+  private lastCleanup = 0;
+
+  constructor(
+    private readonly db: () => RelationalStore,
+    private readonly log: Logger,
+    opts: RateLimiterOptions = {},
+  ) {
+    this.syncMs = opts.syncMs ?? 1_000;
+    this.now = opts.now ?? Date.now;
+    // A tick must never take the process down: before the stores are ready db() throws.
+    this.timer = setInterval(
+      () =>
+        void this.syncAll().catch((err: unknown) =>
+          this.log.debug({ err: (err as Error).message }, "rate limit sync skipped"),
+        ),
+      this.syncMs,
+    );
+    this.timer.unref();
+  }
+
+  async take(scope: string, limit: number): Promise<RateDecision> {
+    const window = Math.floor(this.now() / HOUR) * HOUR;
+    let st = this.scopes.get(scope);
+    if (!st || st.window !== window) {
+      st = { window, synced: 0, pending: 0, known: false };
+      this.scopes.set(scope, st);
+    }
+    if (!st.known) {
+      st.first ??= this.sync(scope, st);
+      await st.first;
+    }
+    const used = st.synced + st.pending;
+    const reset = (window + HOUR) / 1000;
+    if (used >= limit) return { allowed: false, limit, remaining: 0, reset };
+    st.pending++;
+    return { allowed: true, limit, remaining: Math.max(0, limit - used - 1), reset };
+  }
+
+  private async sync(scope: string, st: ScopeState): Promise<void> {
+    const n = st.pending;
+    st.pending = 0;
+    try {
+      const r = await this.db().query<{ count: number }>(
+        `INSERT INTO rate_limit_windows (scope, window_start, count) VALUES ($1, $2, $3)
+         ON CONFLICT (scope, window_start) DO UPDATE SET count = rate_limit_windows.count + EXCLUDED.count
+         RETURNING count`,
+        [scope, new Date(st.window).toISOString(), n],
+      );
+      st.synced = Number(r.rows[0]?.count ?? st.synced + n);
+    } catch (err) {
+      // Keep counting locally; the count is added on a later sync.
+      st.pending += n;
+      this.log.warn({ err: (err as Error).message, scope }, "rate limit sync failed; counting locally");
+    }
+    st.known = true;
+  }
+
+  /**
+   * Pushes every local count to the shared store in one statement (however many scopes are
+   * active), reading back each shared total; also run on close.
+   */
+  async syncAll(): Promise<void> {
+    const current = Math.floor(this.now() / HOUR) * HOUR;
+    const batch: [string, ScopeState, number][] = [];
+    for (const [scope, st] of this.scopes) {
+      if (st.pending > 0) batch.push([scope, st, st.pending]);
+      else if (st.window < current) this.scopes.delete(scope);
+    }
+    if (batch.length > 0) {
+      for (const [, st] of batch) st.pending = 0;
+      try {
+        const r = await this.db().query<{ scope: string; window_start: Date; count: number }>(
+          `INSERT INTO rate_limit_windows (scope, window_start, count)
+           SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::int[])
+           ON CONFLICT (scope, window_start) DO UPDATE SET count = rate_limit_windows.count + EXCLUDED.count
+           RETURNING scope, window_start, count`,
+          [
+            batch.map(([s]) => s),
+            batch.map(([, st]) => new Date(st.window).toISOString()),
+            batch.map(([, , n]) => n),
+          ],
+        );
+        const totals = new Map(
+          r.rows.map((row) => [`${row.scope}@${new Date(row.window_start).getTime()}`, Number(row.count)]),
+        );
+        for (const [scope, st] of batch) {
+          const total = totals.get(`${scope}@${st.window}`);
+          if (total !== undefined) st.synced = total;
+          if (st.window < current) this.scopes.delete(scope);
+        }
+      } catch (err) {
+        for (const [, st, n] of batch) st.pending += n;
+        this.log.warn(
+          { err: (err as Error).message, scopes: batch.length },
+          "rate limit sync failed; counting locally",
+        );
+      }
+    }
+    if (this.now() - this.lastCleanup > 10 * 60_000) {
+      try {
+        await this.db().query("DELETE FROM rate_limit_windows WHERE window_start < $1", [
+          new Date(current - 2 * HOUR).toISOString(),
+        ]);
+        this.lastCleanup = this.now();
+      } catch {
+        // the store is not reachable yet; tried again on a later tick
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.syncAll().catch(() => {});
+  }
+}

@@ -1,0 +1,162 @@
+import type { z } from "zod";
+import type { AppContext } from "../context.js";
+import type { Principal } from "../identity/principal.js";
+import { availabilitySamples, executions, gatewayHeartbeats, usageEntries } from "../stores/series/tables.js";
+import type { AggregateRow, Bucket, Filter } from "../stores/series/types.js";
+import { connectionScope } from "../usage/scope.js";
+import { CursorCodec } from "./cursor.js";
+import type { MetricType, analyticsQuery } from "./schemas.js";
+
+export interface MetricRow {
+  connection_id: string;
+  metric_type: MetricType;
+  bucket_start: string;
+  value: number | null;
+  sample_count: number;
+}
+
+const DAY = 86_400_000;
+const DEFAULT_RANGE: Record<Exclude<Bucket, "hour" | "all">, number> = {
+  day: 30 * DAY,
+  week: 84 * DAY,
+  month: 366 * DAY,
+};
+const round = (v: number, digits: number) => Math.round(v * 10 ** digits) / 10 ** digits;
+
+/**
+ * /v1/analytics: one row per connection and calendar bucket (UTC; weeks start on Monday),
+ * computed from the series with SAMPLE BY on QuestDB and date_trunc on the SQL backend.
+ * Units: executions a count; success_rate a fraction 0–1 of runs that succeeded;
+ * avg_duration milliseconds; availability percent of checks available (synthetic samples
+ * included); monthly_gateway_cost US cents of heartbeat and usage-entry cost together.
+ */
+export async function analytics(ctx: AppContext, p: Principal, q: z.output<typeof analyticsQuery>) {
+  const [unit, ...rest] = q.metric_type.split("_");
+  const bucket = ({ daily: "day", weekly: "week", monthly: "month" } as const)[
+    unit as "daily" | "weekly" | "monthly"
+  ];
+  const measure = rest.join("_");
+  const until = q.until ? new Date(q.until) : ctx.now();
+  const since = q.since ? new Date(q.since) : new Date(until.getTime() - DEFAULT_RANGE[bucket]);
+  const fingerprint = CursorCodec.fingerprint({
+    endpoint: "analytics",
+    metric: q.metric_type,
+    connection_id: q.connection_id,
+    since: q.since,
+    until: q.until,
+  });
+  const after = q.cursor ? ctx.cursors.decode(q.cursor, fingerprint) : undefined;
+  const scope = await connectionScope(ctx, p, q.connection_id);
+  if (!scope) return { data: [], pagination: { next_cursor: null, has_more: false, limit: q.limit } };
+  const range = { since, until, bucket } as const;
+  let rows: MetricRow[];
+  const row = (r: AggregateRow, value: number | null, count: number): MetricRow => ({
+    connection_id: String(r.connection_id),
+    metric_type: q.metric_type,
+    bucket_start: (r.bucket as Date).toISOString(),
+    value,
+    sample_count: count,
+  });
+
+  if (measure === "availability") {
+    const agg = await ctx.stores.series.aggregate(availabilitySamples, {
+      ...range,
+      where: [scope],
+      groupBy: ["connection_id"],
+      measures: { n: { fn: "count" }, up: { fn: "countTrue", column: "available" } },
+    });
+    rows = agg.map((r) =>
+      row(r, Number(r.n) ? round((Number(r.up) / Number(r.n)) * 100, 3) : null, Number(r.n)),
+    );
+  } else if (measure === "gateway_cost") {
+    rows = await gatewayCost(ctx, scope, range);
+  } else {
+    const agg = await ctx.stores.series.aggregate(executions, {
+      ...range,
+      where: [scope],
+      groupBy: ["connection_id", "status"],
+      measures: { n: { fn: "count" }, avg_ms: { fn: "avg", column: "duration_ms" } },
+    });
+    const byKey = new Map<string, { r: AggregateRow; runs: number; ok: number; dur: number; durN: number }>();
+    for (const r of agg) {
+      const k = `${(r.bucket as Date).getTime()}\u0000${r.connection_id}`;
+      const e = byKey.get(k) ?? { r, runs: 0, ok: 0, dur: 0, durN: 0 };
+      const n = Number(r.n);
+      e.runs += n;
+      if (r.status === "success") e.ok += n;
+      if (r.avg_ms !== null) {
+        e.dur += Number(r.avg_ms) * n;
+        e.durN += n;
+      }
+      byKey.set(k, e);
+    }
+    rows = [...byKey.values()].map((e) => {
+      if (measure === "executions") return row(e.r, e.runs, e.runs);
+      if (measure === "success_rate") return row(e.r, e.runs ? round(e.ok / e.runs, 4) : null, e.runs);
+      return row(e.r, e.durN ? round(e.dur / e.durN, 1) : null, e.durN);
+    });
+  }
+
+  // newest bucket first, then connection; keyset continuation after the cursor's row
+  rows.sort(
+    (a, b) => b.bucket_start.localeCompare(a.bucket_start) || (a.connection_id < b.connection_id ? 1 : -1),
+  );
+  if (after) {
+    const t = after.ts.toISOString();
+    const c = after.key[0] ?? "";
+    rows = rows.filter((r) => r.bucket_start < t || (r.bucket_start === t && r.connection_id < c));
+  }
+  const page = rows.slice(0, q.limit);
+  const last = page[page.length - 1];
+  const more = rows.length > q.limit;
+  return {
+    data: page,
+    pagination: {
+      next_cursor:
+        more && last
+          ? ctx.cursors.encode({ ts: new Date(last.bucket_start), key: [last.connection_id] }, fingerprint)
+          : null,
+      has_more: more,
+      limit: q.limit,
+    },
+  };
+}
+
+async function gatewayCost(
+  ctx: AppContext,
+  scope: Filter,
+  range: { since: Date; until: Date; bucket: Bucket },
+): Promise<MetricRow[]> {
+  const [hb, entries] = await Promise.all([
+    ctx.stores.series.aggregate(gatewayHeartbeats, {
+      ...range,
+      where: [scope],
+      groupBy: ["connection_id"],
+      measures: { n: { fn: "count" }, usd: { fn: "sum", column: "cost_usd" } },
+    }),
+    ctx.stores.series.aggregate(usageEntries, {
+      ...range,
+      where: [scope],
+      groupBy: ["connection_id"],
+      measures: { n: { fn: "count" }, cents: { fn: "sum", column: "cost_cents" } },
+    }),
+  ]);
+  const byKey = new Map<string, MetricRow>();
+  const add = (r: AggregateRow, cents: number, n: number) => {
+    const bucket = (r.bucket as Date).toISOString();
+    const k = `${bucket}\u0000${r.connection_id}`;
+    const e = byKey.get(k) ?? {
+      connection_id: String(r.connection_id),
+      metric_type: "monthly_gateway_cost" as const,
+      bucket_start: bucket,
+      value: 0,
+      sample_count: 0,
+    };
+    e.value = round((e.value ?? 0) + cents, 4);
+    e.sample_count += n;
+    byKey.set(k, e);
+  };
+  for (const r of hb) add(r, Number(r.usd ?? 0) * 100, Number(r.n));
+  for (const r of entries) add(r, Number(r.cents ?? 0), Number(r.n));
+  return [...byKey.values()];
+}

@@ -1,0 +1,138 @@
+import type { Logger } from "pino";
+import { buildApp } from "./app.js";
+import type { Config } from "./config.js";
+import { startAdminSocket } from "./admin/socket.js";
+import { closeContext, createContext } from "./context.js";
+import { DeliveryJob } from "./notifications/delivery.js";
+import { smtpMailer } from "./notifications/mailer.js";
+import { HeartbeatMonitor } from "./probes/heartbeats.js";
+import { ProbeWorker } from "./probes/worker.js";
+import { createLogger } from "./lib/logger.js";
+import { StoreSupervisor } from "./stores/supervisor.js";
+
+export const ALL_ROLES = ["api", "probe", "jobs"] as const;
+export type Role = (typeof ALL_ROLES)[number];
+
+export function parseRoles(value: string | undefined): Role[] {
+  if (!value) return [...ALL_ROLES];
+  const roles = value
+    .split(",")
+    .map((r) => r.trim())
+    .filter(Boolean);
+  for (const r of roles) {
+    if (!(ALL_ROLES as readonly string[]).includes(r))
+      throw new Error(`--roles: unknown role "${r}"; use a comma-separated subset of ${ALL_ROLES.join(",")}`);
+  }
+  return roles as Role[];
+}
+
+function describeStorage(config: Config): string {
+  const rel = config.databaseUrl ? "PostgreSQL (DATABASE_URL)" : `embedded PGlite in ${config.dataDir}`;
+  const series = config.questdb
+    ? `QuestDB at ${config.questdb.httpUrl}`
+    : config.databaseUrl
+      ? "PostgreSQL tables"
+      : "PGlite tables";
+  return `relational store: ${rel}; series store: ${series}`;
+}
+
+/**
+ * `vigil serve`: one process with the roles asked for. It listens at once (so /healthz and
+ * /readyz answer while the stores are still connecting) and shuts down gracefully on
+ * SIGTERM/SIGINT: stop accepting, finish in-flight requests, flush series writes, close pools.
+ */
+export async function serve(config: Config, roles: Role[], log: Logger = createLogger(config.logLevel)) {
+  const stores = new StoreSupervisor(config, log, (err) => {
+    log.fatal(err.message);
+    process.stderr.write(`vigil: ${err.message}\n`);
+    process.exit(1);
+  });
+  const ctx = createContext(config, log, stores);
+  const app = await buildApp(ctx);
+
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) {
+      log.warn({ signal }, "second signal: exiting without waiting");
+      process.exit(1);
+    }
+    closing = true;
+    log.info({ signal }, "shutting down: draining in-flight requests");
+    const force = setTimeout(() => {
+      log.error("shutdown took longer than 20 s; exiting");
+      process.exit(1);
+    }, 20_000);
+    force.unref();
+    try {
+      await app.close();
+      await prober?.stop();
+      await delivery?.stop();
+      await monitor?.stop();
+      adminSocket?.close();
+      await closeContext(ctx);
+      await stores.close();
+      log.info("shutdown complete");
+    } catch (err) {
+      log.error({ err }, "error during shutdown");
+      process.exitCode = 1;
+    } finally {
+      clearTimeout(force);
+      // Give pino a tick to write the last lines, then leave even if a library keeps a handle.
+      setImmediate(() => process.exit());
+    }
+  };
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+
+  stores.start();
+  let adminSocket: Awaited<ReturnType<typeof startAdminSocket>> | undefined;
+  if (!config.databaseUrl) {
+    // Embedded mode: this process owns the PGlite folder, so it serves `vigil admin`.
+    void stores.whenReady().then(async () => {
+      adminSocket = await startAdminSocket(
+        config.dataDir,
+        () => ({ db: stores.db, credentials: ctx.credentials, keys: ctx.keys }),
+        log,
+      );
+    });
+  }
+  let prober: ProbeWorker | undefined;
+  if (roles.includes("probe")) {
+    void stores.whenReady().then(() => {
+      if (closing) return;
+      prober = new ProbeWorker(ctx, {
+        leaseMs: config.probe.leaseSeconds * 1000,
+        concurrency: config.probe.concurrency,
+        timeoutMs: config.probe.timeoutMs,
+      });
+      prober.start();
+      log.info({ worker: prober.workerId }, "probe scheduler started");
+    });
+  }
+  let delivery: DeliveryJob | undefined;
+  let monitor: HeartbeatMonitor | undefined;
+  if (roles.includes("jobs")) {
+    void stores.whenReady().then(() => {
+      if (closing) return;
+      delivery = new DeliveryJob(
+        () => stores.db,
+        config.smtpUrl ? smtpMailer(config.smtpUrl, config.mailFrom) : null,
+        log,
+      );
+      delivery.start();
+      monitor = new HeartbeatMonitor(ctx);
+      monitor.start();
+    });
+  }
+  if (roles.includes("api")) {
+    await app.listen({ host: config.host, port: config.port });
+  }
+  log.info({ roles, publicUrl: config.publicUrl }, `Vigil serving (${describeStorage(config)})`);
+  if (!config.databaseUrl) {
+    process.stderr.write(
+      `Vigil is running on the embedded default; its data lives in ${config.dataDir}\n` +
+        `  API: ${config.publicUrl}/v1  health: ${config.publicUrl}/healthz  readiness: ${config.publicUrl}/readyz\n`,
+    );
+  }
+  return { app, stores, ctx };
+}

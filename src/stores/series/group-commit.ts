@@ -1,0 +1,105 @@
+/**
+ * Group commit: callers submit batches; while one flush is in flight, later submissions
+ * queue up and go out together in the next flush. Each caller's promise settles with the
+ * flush that carried its rows, so nothing is acknowledged before the store committed it,
+ * and throughput under concurrency comes from batching, not from acknowledging early.
+ *
+ * When a shared flush fails with a data error (the store rejected some row), the
+ * submissions are retried one by one so that one caller's bad batch cannot fail another's.
+ */
+export interface GroupCommitOptions<T> {
+  /** Writes the items durably. `slot` (0..maxInFlight-1) identifies the writer to use. */
+  flush: (items: T[], slot: number) => Promise<void>;
+  /** Flushes running at once; each owns a slot. */
+  maxInFlight?: number;
+  /** Upper bound of items in one flush; a single larger submission still goes out whole. */
+  maxItems?: number;
+  /** True when the error means the data was rejected (not that the store is unreachable). */
+  isDataError?: (err: unknown) => boolean;
+}
+
+interface Submission<T> {
+  items: readonly T[];
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+export class GroupCommit<T> {
+  private readonly queue: Submission<T>[] = [];
+  private readonly freeSlots: number[];
+  private readonly maxItems: number;
+  private idleWaiters: (() => void)[] = [];
+  private inFlight = 0;
+
+  constructor(private readonly opts: GroupCommitOptions<T>) {
+    this.freeSlots = Array.from({ length: opts.maxInFlight ?? 1 }, (_, i) => i);
+    this.maxItems = opts.maxItems ?? 50_000;
+  }
+
+  submit(items: readonly T[]): Promise<void> {
+    if (items.length === 0) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ items, resolve, reject });
+      this.pump();
+    });
+  }
+
+  /** Resolves when nothing is queued or in flight. */
+  drain(): Promise<void> {
+    if (this.queue.length === 0 && this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  get pending(): number {
+    return this.queue.reduce((n, s) => n + s.items.length, 0);
+  }
+
+  private pump(): void {
+    while (this.queue.length > 0 && this.freeSlots.length > 0) {
+      const slot = this.freeSlots.pop() as number;
+      const group: Submission<T>[] = [];
+      let count = 0;
+      while (this.queue.length > 0) {
+        const next = this.queue[0] as Submission<T>;
+        if (group.length > 0 && count + next.items.length > this.maxItems) break;
+        group.push(next);
+        count += next.items.length;
+        this.queue.shift();
+      }
+      this.inFlight++;
+      void this.run(group, slot).finally(() => {
+        this.inFlight--;
+        this.freeSlots.push(slot);
+        if (this.queue.length > 0) this.pump();
+        else if (this.inFlight === 0) {
+          const waiters = this.idleWaiters;
+          this.idleWaiters = [];
+          for (const w of waiters) w();
+        }
+      });
+    }
+  }
+
+  private async run(group: Submission<T>[], slot: number): Promise<void> {
+    try {
+      await this.opts.flush(
+        group.flatMap((s) => s.items),
+        slot,
+      );
+      for (const s of group) s.resolve();
+    } catch (err) {
+      if (group.length > 1 && this.opts.isDataError?.(err)) {
+        for (const s of group) {
+          try {
+            await this.opts.flush([...s.items], slot);
+            s.resolve();
+          } catch (e) {
+            s.reject(e);
+          }
+        }
+        return;
+      }
+      for (const s of group) s.reject(err);
+    }
+  }
+}

@@ -1,0 +1,262 @@
+import fs from "node:fs";
+import path from "node:path";
+import { Sender } from "@questdb/nodejs-client";
+import pg from "pg";
+import { sqlDir } from "../../lib/paths.js";
+import { GroupCommit } from "./group-commit.js";
+import { groupCommitWrites, type WriteItem } from "./writes.js";
+import { installFastEscape } from "./ilp-escape.js";
+import { toAggregateRow, toPage } from "./sql.js";
+import {
+  afterClause,
+  checkGroupBy,
+  measureSql,
+  orderNewestFirst,
+  Params,
+  whereClauses,
+} from "./sql-builders.js";
+import { type ColumnType, type RowOf, type SeriesTable, seriesTables, type TableDef } from "./tables.js";
+import {
+  type AggregateQuery,
+  type AggregateRow,
+  type Page,
+  type PageQuery,
+  type SeriesStore,
+  SeriesUnavailableError,
+} from "./types.js";
+
+export interface QuestdbOptions {
+  /** HTTP address for ILP writes, e.g. http://127.0.0.1:9000 (user:pass@ for basic auth). */
+  httpUrl: string;
+  /** pg-wire address for reads and DDL. */
+  pgUrl: string;
+  /** Prepended to every table name; lets tests share one server without seeing each other's rows. */
+  tablePrefix?: string;
+  /** Flushes in flight at once, each over its own sender. */
+  writers?: number;
+  requestTimeoutMs?: number;
+}
+
+const bucketUnit = { hour: "1h", day: "1d", week: "1w", month: "1M" } as const;
+const names = (cols: string[]) => cols.map((g) => `, ${g}`).join("");
+
+/** QuestDB sends TIMESTAMP as text without a zone; it is UTC. int8 as numbers, as elsewhere. */
+const types = {
+  getTypeParser: ((oid: number, format?: string) => {
+    if (oid === pg.types.builtins.TIMESTAMP || oid === pg.types.builtins.TIMESTAMPTZ)
+      return (v: string) => new Date(`${v.replace(" ", "T").replace(/Z$|[+-]\d\d(:?\d\d)?$/, "")}Z`);
+    if (oid === pg.types.builtins.INT8) return (v: string) => Number(v);
+    return pg.types.getTypeParser(oid, format as "text");
+  }) as typeof pg.types.getTypeParser,
+};
+
+export function questdbPool(pgUrl: string, max = 4): pg.Pool {
+  const pool = new pg.Pool({ connectionString: pgUrl, max, connectionTimeoutMillis: 5_000, types });
+  pool.on("error", () => {});
+  return pool;
+}
+
+function senderConfig(httpUrl: string, timeoutMs: number): string {
+  const u = new URL(httpUrl);
+  const scheme = u.protocol === "https:" ? "https" : "http";
+  const port = u.port || (scheme === "https" ? "443" : "9000");
+  let conf = `${scheme}::addr=${u.hostname}:${port};auto_flush=off;request_timeout=${timeoutMs};retry_timeout=1000;`;
+  if (u.username)
+    conf += `username=${decodeURIComponent(u.username)};password=${decodeURIComponent(u.password)};`;
+  return conf;
+}
+
+/** Statements of the `sql/questdb/*.sql` files in order, table names prefixed. */
+export function questdbDdl(prefix = ""): string[] {
+  const dir = path.join(sqlDir, "questdb");
+  const names = Object.values(seriesTables).map((t) => t.name);
+  return fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith(".sql"))
+    .sort()
+    .flatMap((f) =>
+      fs
+        .readFileSync(path.join(dir, f), "utf8")
+        .replace(/--.*$/gm, "")
+        .split(/;\s*$/m)
+        .map((s) => s.trim())
+        .filter(Boolean)
+        .map((s) => (prefix ? s.replace(new RegExp(`\\b(${names.join("|")})\\b`, "g"), `${prefix}$1`) : s)),
+    );
+}
+
+export async function applyQuestdbSchema(pool: pg.Pool, prefix = ""): Promise<void> {
+  for (const stmt of questdbDdl(prefix)) await pool.query(stmt);
+}
+
+type ColumnWriter = (sender: Sender, col: string, v: unknown) => void;
+
+const writers: Record<Exclude<ColumnType, "symbol">, ColumnWriter> = {
+  string: (s, c, v) => s.stringColumn(c, v as string),
+  boolean: (s, c, v) => s.booleanColumn(c, v as boolean),
+  double: (s, c, v) => s.floatColumn(c, v as number),
+  long: (s, c, v) => s.intColumn(c, v as number),
+  timestamp: (s, c, v) => s.timestampColumn(c, (v as Date).getTime(), "ms"),
+};
+
+/** Per table, computed once: symbol columns (ILP wants them first), then the others with their writer. */
+function rowWriter(name: string, table: TableDef) {
+  const entries = Object.entries(table.columns);
+  const symbols = entries.filter(([, d]) => d.type === "symbol").map(([c]) => c);
+  const others = entries
+    .filter(([, d]) => d.type !== "symbol")
+    .map(([c, d]) => [c, writers[d.type as Exclude<ColumnType, "symbol">]] as const);
+  return (sender: Sender, row: Record<string, unknown>): Promise<void> => {
+    sender.table(name);
+    for (const col of symbols) {
+      const v = row[col];
+      if (v != null) sender.symbol(col, v);
+    }
+    for (const [col, write] of others) {
+      const v = row[col];
+      if (v != null) write(sender, col, v);
+    }
+    return sender.at((row.ts as Date).getTime(), "ms");
+  };
+}
+
+const isDataError = (err: unknown) => /statusCode=4\d\d/.test(String((err as Error)?.message));
+
+export async function createQuestdbSeriesStore(opts: QuestdbOptions): Promise<SeriesStore> {
+  const prefix = opts.tablePrefix ?? "";
+  const pool = questdbPool(opts.pgUrl);
+  const conf = senderConfig(opts.httpUrl, opts.requestTimeoutMs ?? 10_000);
+  const senders: Sender[] = [];
+  const nameOf = (t: TableDef) => prefix + t.name;
+  const rowWriters = new Map(Object.values(seriesTables).map((t) => [t.name, rowWriter(nameOf(t), t)]));
+
+  const commit = new GroupCommit<WriteItem>({
+    // One flush at a time: while it is out, callers pile up into the next one, so requests are
+    // fewer and larger. Measured on 2 cores: two writers made smaller flushes and less throughput.
+    maxInFlight: opts.writers ?? 1,
+    maxItems: 100_000,
+    isDataError,
+    flush: async (items, slot) => {
+      let sender = senders[slot];
+      try {
+        if (!sender) {
+          sender = await Sender.fromConfig(conf);
+          installFastEscape(sender);
+          senders[slot] = sender;
+        }
+        for (const it of items)
+          await (rowWriters.get(it.table.name) as ReturnType<typeof rowWriter>)(sender, it.row);
+        // Resolves when QuestDB answered 2xx: the rows are committed to the table's WAL.
+        await sender.flush();
+      } catch (err) {
+        sender?.reset();
+        if (isDataError(err)) throw err;
+        throw new SeriesUnavailableError("questdb", `QuestDB write failed: ${(err as Error).message}`, {
+          cause: err,
+        });
+      }
+    },
+  });
+
+  const tsParam = (d: Date) => d.toISOString();
+  const query = async (sql: string, params: unknown[]) => {
+    try {
+      return await pool.query(sql, params);
+    } catch (err) {
+      if ((err as { code?: string }).code === undefined || /ECONN|timeout/i.test(String(err)))
+        throw new SeriesUnavailableError("questdb", `QuestDB query failed: ${(err as Error).message}`, {
+          cause: err,
+        });
+      throw err;
+    }
+  };
+
+  return {
+    kind: "questdb",
+    ...groupCommitWrites(commit),
+
+    async count(table, q) {
+      const p = new Params();
+      const conds = whereClauses(table, q, p, tsParam);
+      const res = await query(
+        `SELECT count() AS n FROM ${nameOf(table)}${conds.length ? ` WHERE ${conds.join(" AND ")}` : ""}`,
+        p.values,
+      );
+      return Number(res.rows[0]?.n ?? 0);
+    },
+
+    async page<T extends SeriesTable>(table: T, q: PageQuery): Promise<Page<RowOf<T>>> {
+      const p = new Params();
+      const conds = whereClauses(table, q, p, tsParam);
+      if (q.after) conds.push(afterClause(table, q.after, p, tsParam));
+      const cols = ["ts", ...Object.keys(table.columns)];
+      const sql =
+        `SELECT ${cols.join(", ")} FROM ${nameOf(table)}` +
+        (conds.length ? ` WHERE ${conds.join(" AND ")}` : "") +
+        ` ORDER BY ${orderNewestFirst(table)}` +
+        // QuestDB's LIMIT lo, hi takes rows lo+1 .. hi.
+        ` LIMIT ${Math.trunc(q.offset ?? 0)}, ${Math.trunc(q.offset ?? 0) + Math.trunc(q.limit) + 1}`;
+      const res = await query(sql, p.values);
+      return toPage<T>(table, res.rows, q.limit);
+    },
+
+    async aggregate(table, q: AggregateQuery): Promise<AggregateRow[]> {
+      const groupBy = checkGroupBy(table, q);
+      const p = new Params();
+      const conds = whereClauses(table, q, p, tsParam);
+      const measures = Object.entries(q.measures).map(([alias, m]) => measureSql(table, alias, m));
+      const where = conds.length ? ` WHERE ${conds.join(" AND ")}` : "";
+      const sql =
+        q.bucket === "all"
+          ? // no SAMPLE BY: QuestDB groups by the non-aggregated columns
+            `SELECT ${[...groupBy, ...measures].join(", ")} FROM ${nameOf(table)}${where}` +
+            (groupBy.length ? ` ORDER BY ${groupBy.join(", ")}` : "")
+          : `SELECT ts AS bucket${names(groupBy)}, ${measures.join(", ")} FROM ${nameOf(table)}${where}` +
+            ` SAMPLE BY ${bucketUnit[q.bucket]} ALIGN TO CALENDAR ORDER BY bucket${names(groupBy)}`;
+      const res = await query(sql, p.values);
+      return res.rows.map((r) => toAggregateRow(r, groupBy, Object.keys(q.measures)));
+    },
+
+    async waitVisible(timeoutMs = 30_000) {
+      await commit.drain();
+      const names = Object.values(seriesTables).map(nameOf);
+      const target = new Map<string, number>();
+      const read = async () =>
+        (
+          await pool.query(
+            `SELECT name, writerTxn, sequencerTxn, suspended, errorMessage FROM wal_tables() WHERE name IN (${names
+              .map((_, i) => `$${i + 1}`)
+              .join(", ")})`,
+            names,
+          )
+        ).rows as {
+          name: string;
+          writerTxn: number;
+          sequencerTxn: number;
+          suspended: boolean;
+          errorMessage: string;
+        }[];
+      for (const r of await read()) target.set(r.name, Number(r.sequencerTxn));
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const rows = await read();
+        const suspended = rows.find((r) => r.suspended);
+        if (suspended)
+          throw new Error(`QuestDB table ${suspended.name} is suspended: ${suspended.errorMessage}`);
+        if (rows.every((r) => Number(r.writerTxn) >= (target.get(r.name) ?? 0))) return;
+        if (Date.now() > deadline) throw new Error("timed out waiting for QuestDB to apply its WAL");
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    },
+
+    async ping() {
+      await query("SELECT 1", []);
+    },
+
+    async close() {
+      await commit.drain();
+      await Promise.all(senders.map((s) => s.close().catch(() => {})));
+      await pool.end();
+    },
+  };
+}

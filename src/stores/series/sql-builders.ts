@@ -1,0 +1,103 @@
+import type { TableDef } from "./tables.js";
+import type { AggregateQuery, Filter, Measure, PageQuery } from "./types.js";
+import { checkColumn, checkFilters } from "./validate.js";
+
+/**
+ * SQL text shared by both backends. Column names come only from table definitions (checked
+ * by `checkColumn`), values only as bind parameters, so nothing a caller sends is spliced
+ * into a statement.
+ */
+export class Params {
+  readonly values: unknown[] = [];
+  add(v: unknown): string {
+    this.values.push(v);
+    return `$${this.values.length}`;
+  }
+}
+
+export function whereClauses(
+  table: TableDef,
+  q: Pick<PageQuery, "where" | "since" | "until">,
+  p: Params,
+  ts: (d: Date) => unknown,
+): string[] {
+  checkFilters(table, q.where);
+  const out: string[] = [];
+  for (const f of q.where ?? []) out.push(filterSql(f, p));
+  if (q.since) out.push(`ts >= ${p.add(ts(q.since))}`);
+  if (q.until) out.push(`ts < ${p.add(ts(q.until))}`);
+  return out;
+}
+
+function filterSql(f: Filter, p: Params): string {
+  switch (f.op) {
+    case "eq":
+      return `${f.column} = ${p.add(f.value)}`;
+    case "ne":
+      return `${f.column} != ${p.add(f.value)}`;
+    case "in":
+      return `${f.column} IN (${f.value.map((v) => p.add(v)).join(", ")})`;
+  }
+}
+
+/**
+ * Keyset condition "strictly after `after` in newest-first order", written out as nested
+ * OR/AND (QuestDB has no row-value comparison): ts < t OR (ts = t AND (k1 < v1 OR (k1 = v1 AND …))).
+ */
+export function afterClause(
+  table: TableDef,
+  after: NonNullable<PageQuery["after"]>,
+  p: Params,
+  ts: (d: Date) => unknown,
+): string {
+  const cols = ["ts", ...table.key];
+  if (after.key.length !== table.key.length) throw new Error("cursor key does not match the table");
+  const vals: unknown[] = [ts(after.ts), ...after.key];
+  const build = (i: number): string => {
+    const col = cols[i] as string;
+    const ph = p.add(vals[i]);
+    if (i === cols.length - 1) return `${col} < ${ph}`;
+    const eqPh = p.add(vals[i]);
+    return `(${col} < ${ph} OR (${col} = ${eqPh} AND ${build(i + 1)}))`;
+  };
+  return build(0);
+}
+
+export function orderNewestFirst(table: TableDef): string {
+  return ["ts DESC", ...table.key.map((k) => `${k} DESC`)].join(", ");
+}
+
+export function measureSql(table: TableDef, alias: string, m: Measure): string {
+  if (!/^[a-z_][a-z0-9_]*$/.test(alias)) throw new Error(`bad measure alias ${alias}`);
+  switch (m.fn) {
+    case "count":
+      return `count(*) AS ${alias}`;
+    case "countTrue": {
+      const def = checkColumn(table, m.column);
+      if (def.type !== "boolean") throw new Error(`${m.column} is not boolean`);
+      return `sum(CASE WHEN ${m.column} THEN 1 ELSE 0 END) AS ${alias}`;
+    }
+    default: {
+      const def = checkColumn(table, m.column);
+      if (def.type !== "double" && def.type !== "long") throw new Error(`${m.column} is not numeric`);
+      return `${m.fn}(${m.column}) AS ${alias}`;
+    }
+  }
+}
+
+export function checkGroupBy(table: TableDef, q: AggregateQuery): string[] {
+  const groupBy = q.groupBy ?? [];
+  for (const g of groupBy) {
+    const def = checkColumn(table, g);
+    if (def.type !== "symbol" && def.type !== "string" && def.type !== "boolean")
+      throw new Error(`cannot group by ${g}`);
+  }
+  return groupBy;
+}
+
+/** Numbers from either driver (a count may arrive as a string) as numbers; null stays null. */
+export function toNumberOrNull(v: unknown): number | null {
+  if (v === null || v === undefined) return null;
+  const n = typeof v === "number" ? v : Number(v);
+  return Number.isFinite(n) ? n : null;
+}

@@ -1,0 +1,192 @@
+import type { RelationalStore } from "../relational/types.js";
+import { GroupCommit } from "./group-commit.js";
+import { groupCommitWrites, type WriteItem } from "./writes.js";
+import {
+  afterClause,
+  checkGroupBy,
+  measureSql,
+  orderNewestFirst,
+  Params,
+  toNumberOrNull,
+  whereClauses,
+} from "./sql-builders.js";
+import type { ColumnType, RowOf, SeriesTable, TableDef } from "./tables.js";
+import {
+  type AggregateQuery,
+  type AggregateRow,
+  type Page,
+  type PageQuery,
+  type SeriesStore,
+  SeriesUnavailableError,
+} from "./types.js";
+import { lastPerKey } from "./validate.js";
+
+const pgType: Record<ColumnType, string> = {
+  symbol: "text",
+  string: "text",
+  boolean: "boolean",
+  double: "double precision",
+  long: "bigint",
+  timestamp: "timestamptz",
+};
+
+const truncUnit = { hour: "hour", day: "day", week: "week", month: "month" } as const;
+
+/**
+ * One upsert per table: the rows travel as one array per column and are expanded with
+ * unnest(), so a batch of any size is a single statement with a fixed number of parameters.
+ */
+function upsertSql(table: TableDef): string {
+  const cols = ["ts", ...Object.keys(table.columns)];
+  const types = ["timestamptz", ...Object.values(table.columns).map((c) => pgType[c.type])];
+  const key = ["ts", ...table.key];
+  const updates = cols.filter((c) => !key.includes(c)).map((c) => `${c} = EXCLUDED.${c}`);
+  return (
+    `INSERT INTO ${table.name} (${cols.join(", ")})\n` +
+    `SELECT * FROM unnest(${types.map((t, i) => `$${i + 1}::${t}[]`).join(", ")})\n` +
+    `ON CONFLICT (${key.join(", ")}) DO ${updates.length ? `UPDATE SET ${updates.join(", ")}` : "NOTHING"}`
+  );
+}
+
+function isDataError(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  // SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation).
+  return typeof code === "string" && (code.startsWith("22") || code.startsWith("23"));
+}
+
+export function createSqlSeriesStore(db: RelationalStore): SeriesStore {
+  const sqlByTable = new Map<string, string>();
+  const commit = new GroupCommit<WriteItem>({
+    maxInFlight: db.kind === "pglite" ? 1 : 2,
+    isDataError,
+    flush: async (items) => {
+      const byTable = new Map<SeriesTable, WriteItem["row"][]>();
+      for (const it of items) {
+        const list = byTable.get(it.table) ?? [];
+        list.push(it.row);
+        byTable.set(it.table, list);
+      }
+      try {
+        await db.transaction(async (tx) => {
+          for (const [table, rows] of byTable) {
+            const unique = lastPerKey(table, rows);
+            const cols = ["ts", ...Object.keys(table.columns)];
+            const arrays = cols.map((c) => unique.map((r) => r[c] ?? null));
+            let sql = sqlByTable.get(table.name);
+            if (!sql) {
+              sql = upsertSql(table);
+              sqlByTable.set(table.name, sql);
+            }
+            await tx.query(sql, arrays);
+          }
+        });
+      } catch (err) {
+        if (isDataError(err)) throw err;
+        throw new SeriesUnavailableError("sql", `series write failed: ${(err as Error).message}`, {
+          cause: err,
+        });
+      }
+    },
+  });
+
+  const tsParam = (d: Date) => d.toISOString();
+
+  return {
+    kind: "sql",
+    ...groupCommitWrites(commit),
+
+    async count(table, q) {
+      const p = new Params();
+      const conds = whereClauses(table, q, p, tsParam);
+      const res = await db.query<{ n: number }>(
+        `SELECT count(*) AS n FROM ${table.name}${conds.length ? ` WHERE ${conds.join(" AND ")}` : ""}`,
+        p.values,
+      );
+      return Number(res.rows[0]?.n ?? 0);
+    },
+
+    async page<T extends SeriesTable>(table: T, q: PageQuery): Promise<Page<RowOf<T>>> {
+      const p = new Params();
+      const conds = whereClauses(table, q, p, tsParam);
+      if (q.after) conds.push(afterClause(table, q.after, p, tsParam));
+      const cols = ["ts", ...Object.keys(table.columns)];
+      const sql =
+        `SELECT ${cols.join(", ")} FROM ${table.name}` +
+        (conds.length ? ` WHERE ${conds.join(" AND ")}` : "") +
+        ` ORDER BY ${orderNewestFirst(table)} LIMIT ${p.add(q.limit + 1)}` +
+        (q.offset ? ` OFFSET ${p.add(q.offset)}` : "");
+      const res = await db.query(sql, p.values);
+      return toPage<T>(table, res.rows, q.limit);
+    },
+
+    async aggregate(table, q: AggregateQuery): Promise<AggregateRow[]> {
+      const groupBy = checkGroupBy(table, q);
+      const p = new Params();
+      const conds = whereClauses(table, q, p, tsParam);
+      const bucket =
+        q.bucket === "all" ? "NULL::timestamptz" : `date_trunc('${truncUnit[q.bucket]}', ts, 'UTC')`;
+      const keys = q.bucket === "all" ? groupBy : [bucket, ...groupBy];
+      const measures = Object.entries(q.measures).map(([alias, m]) => measureSql(table, alias, m));
+      const sql =
+        `SELECT ${bucket} AS bucket${groupBy.map((g) => `, ${g}`).join("")}, ${measures.join(", ")}` +
+        ` FROM ${table.name}` +
+        (conds.length ? ` WHERE ${conds.join(" AND ")}` : "") +
+        (keys.length ? ` GROUP BY ${keys.join(", ")}` : "") +
+        (q.bucket === "all"
+          ? groupBy.length
+            ? ` ORDER BY ${groupBy.join(", ")}`
+            : ""
+          : ` ORDER BY bucket${groupBy.map((g) => `, ${g}`).join("")}`);
+      const res = await db.query(sql, p.values);
+      return res.rows.map((r) => toAggregateRow(r, groupBy, Object.keys(q.measures)));
+    },
+
+    async waitVisible() {
+      // A committed SQL transaction is visible at once.
+      await commit.drain();
+    },
+    async ping() {
+      await db.query("SELECT 1 FROM availability_samples LIMIT 1");
+    },
+    async close() {
+      await commit.drain();
+    },
+  };
+}
+
+export function toPage<T extends SeriesTable>(
+  table: T,
+  rows: Record<string, unknown>[],
+  limit: number,
+): Page<RowOf<T>> {
+  const more = rows.length > limit;
+  const page = more ? rows.slice(0, limit) : rows;
+  const last = page[page.length - 1];
+  return {
+    rows: page.map((r) => normalizeRow(table, r)) as RowOf<T>[],
+    next: more && last ? { ts: last.ts as Date, key: table.key.map((k) => String(last[k])) } : null,
+  };
+}
+
+/** Same JS types from every driver: numbers as numbers, absent values as null. */
+export function normalizeRow(table: TableDef, r: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ts: r.ts };
+  for (const [col, def] of Object.entries(table.columns)) {
+    const v = r[col];
+    if (v === undefined || v === null) out[col] = null;
+    else if (def.type === "double" || def.type === "long") out[col] = toNumberOrNull(v);
+    else out[col] = v;
+  }
+  return out;
+}
+
+export function toAggregateRow(
+  r: Record<string, unknown>,
+  groupBy: string[],
+  measures: string[],
+): AggregateRow {
+  const out: AggregateRow = { bucket: (r.bucket as Date | undefined) ?? null };
+  for (const g of groupBy) out[g] = (r[g] as string | null) ?? null;
+  for (const m of measures) out[m] = toNumberOrNull(r[m]);
+  return out;
+}

@@ -1,0 +1,114 @@
+import type { RowOf, SeriesTable, seriesTables } from "./tables.js";
+
+export type FilterValue = string | number | boolean;
+
+/** A condition on one column. Column names are checked against the table definition. */
+export type Filter =
+  | { column: string; op: "eq" | "ne"; value: FilterValue }
+  | { column: string; op: "in"; value: readonly FilterValue[] };
+
+/** A position in newest-first order: a row's timestamp plus its key values (tiebreaker). */
+export interface Position {
+  ts: Date;
+  key: string[];
+}
+
+export interface PageQuery {
+  where?: Filter[];
+  /** Inclusive lower bound on `ts`. */
+  since?: Date;
+  /** Exclusive upper bound on `ts`. */
+  until?: Date;
+  /** Continue after this row (exclusive), newest first. */
+  after?: Position;
+  /** Rows to skip (offset pagination, for the endpoints the spec pages by offset). */
+  offset?: number;
+  limit: number;
+}
+
+export interface Page<R> {
+  rows: R[];
+  /** Position of the last row returned when more rows follow, else null. */
+  next: Position | null;
+}
+
+/** Calendar buckets, or `all` for one row per group over the whole range. */
+export type Bucket = "hour" | "day" | "week" | "month" | "all";
+
+export type Measure =
+  | { fn: "count" }
+  | { fn: "sum" | "avg" | "min" | "max"; column: string }
+  /** Number of rows where a boolean column is true. */
+  | { fn: "countTrue"; column: string };
+
+export interface AggregateQuery {
+  /** UTC calendar buckets; weeks start on Monday (ISO), as both backends align them. */
+  bucket: Bucket;
+  where?: Filter[];
+  since?: Date;
+  until?: Date;
+  groupBy?: string[];
+  measures: Record<string, Measure>;
+}
+
+/** One bucket: its start (null for `all`), the group-by values, and one number (or null) per measure. */
+export type AggregateRow = { bucket: Date | null } & Record<string, string | number | Date | null>;
+
+type Tables = typeof seriesTables;
+/** Rows for one table, for writes that span several tables; each batch is typed by its table. */
+export type TableRows = {
+  [K in keyof Tables]: { table: Tables[K]; rows: readonly RowOf<Tables[K]>[] };
+}[keyof Tables];
+
+export type SeriesKind = "questdb" | "sql";
+
+/**
+ * The time-series store. `append` resolves only once the store has committed the rows
+ * (QuestDB: the ILP/HTTP request acknowledged, i.e. written to the WAL; SQL: the transaction
+ * committed). Concurrent appends share one flush (group commit).
+ */
+export interface SeriesStore {
+  readonly kind: SeriesKind;
+  /** Validates then writes the rows; rows whose key exists replace the stored row. */
+  append<T extends SeriesTable>(table: T, rows: readonly RowOf<T>[]): Promise<void>;
+  /**
+   * Writes rows of several tables in one flush; validated as a whole first. The tables are not
+   * committed atomically together, but every write is an idempotent upsert, so a caller that
+   * retries after a failure never counts twice.
+   */
+  write(batches: readonly TableRows[]): Promise<void>;
+  /** Number of rows matching the filters and bounds. */
+  count(table: SeriesTable, query: Pick<PageQuery, "where" | "since" | "until">): Promise<number>;
+  /** Newest-first keyset page. */
+  page<T extends SeriesTable>(table: T, query: PageQuery): Promise<Page<RowOf<T>>>;
+  /** Time-bucketed aggregates, oldest bucket first. */
+  aggregate(table: SeriesTable, query: AggregateQuery): Promise<AggregateRow[]>;
+  /** Resolves once every write acknowledged before the call is visible to reads. */
+  waitVisible(timeoutMs?: number): Promise<void>;
+  ping(): Promise<void>;
+  /** Waits for pending writes to finish, then releases connections. */
+  close(): Promise<void>;
+}
+
+/** A row or query that does not fit the table: names the field. Maps to a 400. */
+export class SeriesValidationError extends Error {
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(`${field}: ${message}`);
+    this.name = "SeriesValidationError";
+  }
+}
+
+/** The store could not be reached or refused to commit: nothing was acknowledged. Maps to a 503. */
+export class SeriesUnavailableError extends Error {
+  constructor(
+    readonly store: SeriesKind,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = "SeriesUnavailableError";
+  }
+}

@@ -1,0 +1,165 @@
+import type { z } from "zod";
+import type { AppContext } from "../context.js";
+import type { Principal } from "../identity/principal.js";
+import { gatewayHeartbeats, gatewayModelUsage, usageEntries } from "../stores/series/tables.js";
+import type { Filter } from "../stores/series/types.js";
+import type { usageTotalsQuery } from "./schema.js";
+import { connectionScope } from "./scope.js";
+
+const DAY = 86_400_000;
+const cents = (usd: number) => Math.round(usd * 100 * 1e6) / 1e6;
+const num = (v: unknown) => (typeof v === "number" ? v : 0);
+
+/**
+ * PUT /v1/usage: totals for one connection. Money is reported in cents throughout: usage
+ * entries carry cents, heartbeat costs (US dollars) are converted. `tokens` counts usage
+ * entries whose usage_entity is `tokens` plus the input and output tokens of heartbeats.
+ * With execution_id (or workflow_id) the totals are those of that run (or workflow), over all
+ * time unless dates are given, and heartbeats are not included.
+ */
+export async function usageTotals(ctx: AppContext, p: Principal, q: z.output<typeof usageTotalsQuery>) {
+  const scope = (await connectionScope(ctx, p, q.connection_id)) as Filter;
+  const run = q.workflow_id !== undefined || q.execution_id !== undefined;
+  const end = q.end_date ? new Date(q.end_date) : run ? undefined : ctx.now();
+  const start = q.start_date
+    ? new Date(q.start_date)
+    : run
+      ? undefined
+      : new Date((end as Date).getTime() - 30 * DAY);
+  const range = { since: start, until: end ? new Date(end.getTime() + 1) : undefined };
+  const where: Filter[] = [scope];
+  if (q.workflow_id !== undefined) where.push({ column: "workflow_id", op: "eq", value: q.workflow_id });
+  if (q.execution_id !== undefined) where.push({ column: "execution_id", op: "eq", value: q.execution_id });
+
+  const series = ctx.stores.series;
+  const groups = await series.aggregate(usageEntries, {
+    bucket: "all",
+    where,
+    ...range,
+    groupBy: ["entity", "usage_entity", "custom_name"],
+    measures: {
+      entries: { fn: "count" },
+      amount: { fn: "sum", column: "usage_amount" },
+      cost: { fn: "sum", column: "cost_cents" },
+    },
+  });
+
+  const byEntity = new Map<string, { entity: string; entries: number; tokens: number; cost_cents: number }>();
+  const byUnit = new Map<
+    string,
+    { usage_entity: string; custom_name: string | null; entries: number; amount: number; cost_cents: number }
+  >();
+  for (const g of groups) {
+    const entity = String(g.entity);
+    const unit = String(g.usage_entity);
+    const custom = (g.custom_name as string | null) ?? null;
+    const e = byEntity.get(entity) ?? { entity, entries: 0, tokens: 0, cost_cents: 0 };
+    e.entries += num(g.entries);
+    if (unit === "tokens") e.tokens += num(g.amount);
+    e.cost_cents += num(g.cost);
+    byEntity.set(entity, e);
+    const key = `${unit}\u0000${custom ?? ""}`;
+    const u = byUnit.get(key) ?? {
+      usage_entity: unit,
+      custom_name: custom,
+      entries: 0,
+      amount: 0,
+      cost_cents: 0,
+    };
+    u.entries += num(g.entries);
+    u.amount += num(g.amount);
+    u.cost_cents += num(g.cost);
+    byUnit.set(key, u);
+  }
+
+  let gateway = null;
+  const unpriced: string[] = [];
+  if (!run) {
+    const [hb] = await series.aggregate(gatewayHeartbeats, {
+      bucket: "all",
+      where: [scope],
+      ...range,
+      measures: {
+        heartbeats: { fn: "count" },
+        input: { fn: "sum", column: "input_tokens" },
+        output: { fn: "sum", column: "output_tokens" },
+        cache_read: { fn: "sum", column: "cache_read_tokens" },
+        cache_write: { fn: "sum", column: "cache_write_tokens" },
+        requests: { fn: "sum", column: "request_count" },
+        cost: { fn: "sum", column: "cost_usd" },
+      },
+    });
+    if (hb && num(hb.heartbeats) > 0) {
+      const models = await series.aggregate(gatewayModelUsage, {
+        bucket: "all",
+        where: [scope],
+        ...range,
+        groupBy: ["model", "cost_source"],
+        measures: {
+          input: { fn: "sum", column: "input_tokens" },
+          output: { fn: "sum", column: "output_tokens" },
+          cost: { fn: "sum", column: "cost_usd" },
+        },
+      });
+      const byModel = new Map<
+        string,
+        {
+          model: string;
+          input_tokens: number;
+          output_tokens: number;
+          cost_cents: number;
+          unpriced_tokens: number;
+        }
+      >();
+      for (const m of models) {
+        const model = String(m.model);
+        const row = byModel.get(model) ?? {
+          model,
+          input_tokens: 0,
+          output_tokens: 0,
+          cost_cents: 0,
+          unpriced_tokens: 0,
+        };
+        row.input_tokens += num(m.input);
+        row.output_tokens += num(m.output);
+        row.cost_cents += cents(num(m.cost));
+        if (m.cost_source === "unpriced") row.unpriced_tokens += num(m.input) + num(m.output);
+        byModel.set(model, row);
+      }
+      for (const m of byModel.values()) if (m.unpriced_tokens > 0) unpriced.push(m.model);
+      gateway = {
+        heartbeats: num(hb.heartbeats),
+        input_tokens: num(hb.input),
+        output_tokens: num(hb.output),
+        cache_read_tokens: num(hb.cache_read),
+        cache_write_tokens: num(hb.cache_write),
+        requests: num(hb.requests),
+        cost_cents: cents(num(hb.cost)),
+        by_model: [...byModel.values()],
+      };
+    }
+  }
+
+  const entries = [...byEntity.values()];
+  const entryTokens = entries.reduce((s, e) => s + e.tokens, 0);
+  const entryCents = entries.reduce((s, e) => s + e.cost_cents, 0);
+  const totalCents = entryCents + (gateway?.cost_cents ?? 0);
+  return {
+    connection_id: q.connection_id,
+    workflow_id: q.workflow_id ?? null,
+    execution_id: q.execution_id ?? null,
+    start_date: start?.toISOString() ?? null,
+    end_date: end?.toISOString() ?? null,
+    totals: {
+      entries: entries.reduce((s, e) => s + e.entries, 0),
+      heartbeats: gateway?.heartbeats ?? 0,
+      tokens: entryTokens + (gateway ? gateway.input_tokens + gateway.output_tokens : 0),
+      cost_cents: totalCents,
+      cost_usd: totalCents / 100,
+    },
+    by_entity: entries,
+    by_unit: [...byUnit.values()],
+    gateway,
+    unpriced_models: unpriced,
+  };
+}

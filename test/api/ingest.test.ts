@@ -1,0 +1,255 @@
+import t from "tap";
+import { PeriodlessRepeats } from "../../src/ingest/repeats.js";
+import { createQuestdbSeriesStore } from "../../src/stores/series/questdb.js";
+import { availabilitySamples, gatewayHeartbeats, gatewayModelUsage } from "../../src/stores/series/tables.js";
+import { testApp } from "../helpers/app.js";
+import { type BackendName, requireBackend } from "../helpers/backends.js";
+import { call, seedTenants } from "../helpers/tenants.js";
+
+const heartbeat = (
+  over: Record<string, unknown> = {},
+  start = "2026-11-20T10:00:00Z",
+  end = "2026-11-20T10:01:00Z",
+) => ({
+  type: "heartbeat",
+  gateway: { status: "healthy", latencyMs: 42, version: "2.4.1" },
+  system: { gatewayPidAlive: true, loadAvg: [0.5] },
+  tokens: {
+    period: {
+      inputTokens: 3000,
+      outputTokens: 1000,
+      cacheReadTokens: 200,
+      cacheWriteTokens: 0,
+      requestCount: 12,
+      estimatedCostUsd: 0.5,
+      startedAt: start,
+      endedAt: end,
+    },
+    byModel: [
+      { model: "claude-sonnet-4-5", inputTokens: 2000, outputTokens: 600 },
+      { model: "gpt-4o", inputTokens: 900, outputTokens: 300, estimatedCostUsd: 0.01 },
+      { model: "my-local-llama", inputTokens: 100, outputTokens: 100 },
+    ],
+  },
+  ...over,
+});
+
+for (const series of ["pglite", "questdb"] as BackendName[]) {
+  t.test(`heartbeat ingest on ${series}`, async (t) => {
+    if (!(await requireBackend(t, series))) return;
+    const ta = await testApp(t, { series });
+    const { app, ctx } = ta;
+    const w = await seedTenants(ta);
+    const ingest = w.keys.ingest;
+    const OB = w.conns.OB;
+    const send = (body: unknown, key = ingest) => call(app, key, "POST", "/v1/gateway/ingest", body);
+
+    const first = await send(heartbeat());
+    t.equal(first.statusCode, 201, first.body);
+    t.match(first.json(), { message: "Heartbeat recorded", heartbeat_id: /^hb_[0-9a-f]{32}$/ });
+    const id = first.json().heartbeat_id;
+    t.equal(
+      (await call(app, w.keys.bobOrgB, "GET", `/v1/connections/${OB}`)).json().status,
+      "active",
+      "the connection turns active",
+    );
+
+    // idempotent: resends, also concurrent ones, return the same id and count nothing twice
+    const again = await Promise.all(Array.from({ length: 5 }, () => send(heartbeat())));
+    t.same(new Set(again.map((r) => r.json().heartbeat_id)), new Set([id]));
+    await ctx.stores.series.waitVisible();
+    const where = [{ column: "connection_id", op: "eq" as const, value: OB }];
+    t.equal(await ctx.stores.series.count(gatewayHeartbeats, { where }), 1, "one heartbeat row");
+    t.equal(await ctx.stores.series.count(gatewayModelUsage, { where }), 3, "one row per model");
+    const sample = (await ctx.stores.series.page(availabilitySamples, { where, limit: 5 })).rows;
+    t.equal(sample.length, 1, "one availability sample");
+    t.match(sample[0], { available: true, response_time_ms: 42, source: "heartbeat", synthetic: false });
+
+    const models = (await ctx.stores.series.page(gatewayModelUsage, { where, limit: 5 })).rows;
+    const byName = Object.fromEntries(models.map((m) => [m.model, m]));
+    t.equal(byName["claude-sonnet-4-5"]?.cost_source, "priced");
+    t.ok(
+      Math.abs((byName["claude-sonnet-4-5"]?.cost_usd ?? 0) - (2000 * 3 + 600 * 15) / 1e6) < 1e-12,
+      "priced from the table",
+    );
+    t.equal(byName["gpt-4o"]?.cost_source, "reported");
+    t.equal(byName["gpt-4o"]?.cost_usd, 0.01);
+    t.match(byName["my-local-llama"], { cost_source: "unpriced", cost_usd: 0 });
+
+    // a second period adds; an unhealthy one is an unavailable sample
+    const second = await send(
+      heartbeat(
+        { gateway: { status: "degraded", latencyMs: 900, version: "2.4.1" } },
+        "2026-11-20T10:01:00Z",
+        "2026-11-20T10:02:00Z",
+      ),
+    );
+    t.equal(second.statusCode, 201);
+    t.not(second.json().heartbeat_id, id);
+    const noPeriod = {
+      type: "heartbeat",
+      gateway: { status: "healthy", latencyMs: 5, version: "2.4.1" },
+      system: { gatewayPidAlive: false },
+    };
+    // a period-less heartbeat: a resend within the repeat window is the same heartbeat, even
+    // across a second boundary, concurrently, or after a restart (a fresh in-memory window)
+    let clock = Date.parse("2026-11-21T08:00:00.900Z");
+    ctx.now = () => new Date(clock);
+    const third = await send(noPeriod);
+    t.equal(third.statusCode, 201);
+    const thirdId = third.json().heartbeat_id;
+    clock += 400; // the next second
+    const resent = await Promise.all([send(noPeriod), send(noPeriod)]);
+    t.same(
+      resent.map((r) => r.json().heartbeat_id),
+      [thirdId, thirdId],
+      "a period-less heartbeat is recognised by its body",
+    );
+    await ctx.stores.series.waitVisible();
+    ctx.heartbeatRepeats = new PeriodlessRepeats(() => ctx.stores.series);
+    clock += 30_000;
+    t.equal((await send(noPeriod)).json().heartbeat_id, thirdId, "and after a restart, from the store");
+    await ctx.stores.series.waitVisible();
+    const samples = (await ctx.stores.series.page(availabilitySamples, { where, limit: 10 })).rows;
+    t.same(samples.map((s) => s.reason ?? null).sort(), [null, "gateway_unhealthy", "process_down"].sort());
+
+    // the same body after the window is a new heartbeat: a health-only daemon repeats itself
+    clock += 61_000;
+    const later = await send(noPeriod);
+    t.not(later.json().heartbeat_id, thirdId, "the same body later is a new heartbeat");
+    await ctx.stores.series.waitVisible();
+    t.equal(
+      await ctx.stores.series.count(availabilitySamples, { where }),
+      4,
+      "one more sample, not one per resend",
+    );
+    ctx.now = () => new Date();
+
+    // totals in one unit (cents), heartbeat dollars included; unpriced models flagged
+    const totals = await call(
+      app,
+      w.keys.bobOrgB,
+      "PUT",
+      `/v1/usage?connection_id=${OB}&start_date=2026-11-01T00:00:00Z&end_date=2026-11-30T00:00:00Z`,
+    );
+    t.equal(totals.statusCode, 200, totals.body);
+    const b = totals.json();
+    t.equal(b.gateway.heartbeats, 4, "three heartbeats with periods or bodies, one later");
+    t.equal(b.gateway.input_tokens, 6000);
+    t.equal(b.totals.tokens, 8000);
+    t.ok(
+      Math.abs(b.totals.cost_cents - 100) < 1e-6,
+      `two periods at $0.50 are 100 cents, got ${b.totals.cost_cents}`,
+    );
+    t.same(b.unpriced_models, ["my-local-llama"]);
+
+    // who may send
+    for (const [name, key] of [
+      ["personal key", w.keys.bobPersonal],
+      ["organization key", w.keys.bobOrgB],
+    ] as const) {
+      const r = await send(heartbeat(), key);
+      t.equal(r.statusCode, 403, name);
+      t.same(r.json(), { error: "This endpoint only accepts a key with role usage-ingestion." });
+    }
+    t.equal((await send(heartbeat(), null as unknown as string)).statusCode, 401);
+  });
+}
+
+t.test("heartbeat bad input: 4xx naming the field, nothing stored", async (t) => {
+  const ta = await testApp(t);
+  const w = await seedTenants(ta);
+  const send = (body: unknown) => call(ta.app, w.keys.ingest, "POST", "/v1/gateway/ingest", body);
+  const hb = heartbeat();
+  const cases: [string, unknown, RegExp][] = [
+    ["unknown type", { ...hb, type: "ping" }, /^body\.type: must be "heartbeat"$/],
+    ["missing gateway", { type: "heartbeat" }, /^body\.gateway: /],
+    [
+      "latency a string",
+      { ...hb, gateway: { status: "healthy", latencyMs: "42", version: "1" } },
+      /^body\.gateway\.latencyMs: must be a number/,
+    ],
+    [
+      "negative tokens",
+      { ...hb, tokens: { period: { ...hb.tokens.period, inputTokens: -1 } } },
+      /^body\.tokens\.period\.inputTokens: must be 0 or more/,
+    ],
+    [
+      "fractional tokens",
+      { ...hb, tokens: { period: { ...hb.tokens.period, outputTokens: 1.5 } } },
+      /outputTokens: must be a whole number/,
+    ],
+    [
+      "bad timestamp",
+      { ...hb, tokens: { period: { ...hb.tokens.period, startedAt: "yesterday" } } },
+      /^body\.tokens\.period\.startedAt: must be an ISO 8601/,
+    ],
+    [
+      "end before start",
+      { ...hb, tokens: { period: { ...hb.tokens.period, endedAt: "2026-11-20T09:00:00Z" } } },
+      /endedAt: must not be before startedAt/,
+    ],
+    [
+      "byModel not an array",
+      { ...hb, tokens: { ...hb.tokens, byModel: { model: "x" } } },
+      /^body\.tokens\.byModel: must be an array/,
+    ],
+    [
+      "future period",
+      {
+        ...hb,
+        tokens: {
+          period: { ...hb.tokens.period, startedAt: "2099-01-01T00:00:00Z", endedAt: "2099-01-01T00:01:00Z" },
+        },
+      },
+      /endedAt: is in the future/,
+    ],
+  ];
+  for (const [name, body, message] of cases) {
+    const r = await send(body);
+    t.equal(r.statusCode, 400, name);
+    t.match(r.json().error, message, name);
+  }
+  const malformed = await ta.app.inject({
+    method: "POST",
+    url: "/v1/gateway/ingest",
+    headers: { authorization: `Bearer ${w.keys.ingest}`, "content-type": "application/json" },
+    payload: "{nope",
+  });
+  t.equal(malformed.statusCode, 400);
+  const big = await send({ ...hb, system: { blob: "x".repeat(70_000) } });
+  t.equal(big.statusCode, 413);
+  t.same(big.json(), { error: "Payload too large: at most 65536 bytes." });
+  await ta.ctx.stores.series.waitVisible();
+  t.equal(
+    await ta.ctx.stores.series.count(gatewayHeartbeats, {}),
+    0,
+    "nothing stored from rejected requests",
+  );
+
+  // the ingestion key stops with its connection
+  t.equal((await call(ta.app, w.keys.bobOrgB, "DELETE", `/v1/connections/${w.conns.OB}`)).statusCode, 200);
+  t.equal((await send(hb)).statusCode, 401);
+});
+
+t.test("QuestDB unreachable: 503, nothing acknowledged", async (t) => {
+  const down = await createQuestdbSeriesStore({
+    httpUrl: "http://127.0.0.1:1",
+    pgUrl: "postgres://admin:quest@127.0.0.1:1/qdb",
+    requestTimeoutMs: 500,
+  });
+  t.teardown(() => down.close());
+  const ta = await testApp(t, { seriesStore: down });
+  const w = await seedTenants(ta);
+  const r = await call(ta.app, w.keys.ingest, "POST", "/v1/gateway/ingest", heartbeat());
+  t.equal(r.statusCode, 503);
+  t.match(r.json(), { error: /unavailable; nothing was stored/ });
+  t.equal(r.headers["retry-after"], "5");
+  const u = await call(ta.app, w.keys.alicePersonal, "POST", "/v1/usage", {
+    connection_id: w.conns.PA,
+    entity: "x",
+    usage_amount: 1,
+  });
+  t.equal(u.statusCode, 503);
+  t.equal(u.json().error.code, "SERVICE_UNAVAILABLE");
+});

@@ -1,0 +1,40 @@
+import path from "node:path";
+import t from "tap";
+import { ConfigError, loadConfig } from "../src/config.js";
+
+t.test("defaults: embedded stores, 127.0.0.1:8080, ./data", async (t) => {
+  const c = loadConfig({});
+  t.equal(c.databaseUrl, undefined);
+  t.equal(c.questdb, undefined);
+  t.equal(c.host, "127.0.0.1");
+  t.equal(c.port, 8080);
+  t.equal(c.publicUrl, "http://127.0.0.1:8080");
+  t.equal(c.dataDir, path.resolve("./data"));
+});
+
+t.test("QUESTDB_PG_URL is derived from QUESTDB_URL", async (t) => {
+  const c = loadConfig({ QUESTDB_URL: "http://db.internal:9000/" });
+  t.same(c.questdb, {
+    httpUrl: "http://db.internal:9000",
+    pgUrl: "postgres://admin:quest@db.internal:8812/qdb",
+  });
+});
+
+t.test("a bad value names the variable", async (t) => {
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ PORT: "eighty" }, /PORT: must be a port number/],
+    [{ PORT: "70000" }, /PORT: must be between 0 and 65535/],
+    [{ DATABASE_URL: "mysql://x" }, /DATABASE_URL: must be a postgres: or postgresql: URL/],
+    [{ QUESTDB_URL: "127.0.0.1:9000" }, /QUESTDB_URL: must be a http: or https: URL/],
+    [{ VIGIL_SECRET: "short" }, /VIGIL_SECRET: must be at least 32 characters/],
+    [{ LOG_LEVEL: "loud" }, /LOG_LEVEL:/],
+    [{ QUESTDB_PG_URL: "postgres://a@b/c" }, /QUESTDB_PG_URL: is set but QUESTDB_URL is not/],
+  ];
+  for (const [env, message] of cases) {
+    t.throws(() => loadConfig(env), { name: ConfigError.name, message }, JSON.stringify(env));
+  }
+});
+
+t.test("empty values count as unset", async (t) => {
+  t.equal(loadConfig({ DATABASE_URL: "", PORT: "" }).port, 8080);
+});

@@ -1,0 +1,62 @@
+import type { FastifyInstance } from "fastify";
+import type { Test } from "tap";
+import { buildApp } from "../../src/app.js";
+import { type Config, loadConfig } from "../../src/config.js";
+import { type AppContext, closeContext, type ContextOptions, createContext } from "../../src/context.js";
+import { createLogger } from "../../src/lib/logger.js";
+import type { SeriesStore } from "../../src/stores/series/types.js";
+import { StoreSupervisor } from "../../src/stores/supervisor.js";
+import { type BackendName, freshRelational, freshSeries } from "./backends.js";
+
+export interface TestApp {
+  app: FastifyInstance;
+  ctx: AppContext;
+}
+
+/**
+ * The real app around real stores of its own (PGlite by default), torn down with the test.
+ * Logs are silent unless TEST_LOG_LEVEL is set.
+ */
+export async function testApp(
+  t: Test,
+  opts: {
+    relational?: "pglite" | "postgres";
+    series?: BackendName;
+    env?: Record<string, string>;
+    context?: ContextOptions;
+    /** Share another test app's stores (a second node on the same databases). */
+    sameStoresAs?: TestApp;
+    /** Use this series store instead of a fresh one (e.g. one pointing at a server that is down). */
+    seriesStore?: SeriesStore;
+  } = {},
+): Promise<TestApp> {
+  const config: Config = loadConfig({
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+    VIGIL_SECRET: "test-secret-test-secret-test-secret-0123",
+    ...opts.env,
+  });
+  const log = createLogger(config.logLevel);
+  let stores: StoreSupervisor;
+  if (opts.sameStoresAs) {
+    stores = opts.sameStoresAs.ctx.stores;
+  } else {
+    const relational = opts.relational ?? "pglite";
+    const db = await freshRelational(t, relational);
+    const series =
+      opts.seriesStore ??
+      (opts.series && opts.series !== relational ? await freshSeries(t, opts.series) : await sqlSeriesOn(db));
+    stores = StoreSupervisor.ready({ db, series }, log, config);
+  }
+  const ctx: AppContext = createContext(config, log, stores, opts.context);
+  const app = await buildApp(ctx);
+  t.teardown(async () => {
+    await app.close();
+    await closeContext(ctx);
+  });
+  return { app, ctx };
+}
+
+async function sqlSeriesOn(db: Awaited<ReturnType<typeof freshRelational>>) {
+  const { createSqlSeriesStore } = await import("../../src/stores/series/sql.js");
+  return createSqlSeriesStore(db);
+}

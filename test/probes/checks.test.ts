@@ -1,0 +1,90 @@
+import net from "node:net";
+import t from "tap";
+import { runCheck } from "../../src/probes/checks.js";
+import { createProbeAgent } from "../../src/probes/http.js";
+import { startWorkflowA } from "../../src/sim/workflow-a.js";
+import { startWorkflowB } from "../../src/sim/workflow-b.js";
+
+const fault = (url: string, f: string, latencyMs = 0) =>
+  fetch(`${url}/__sim/state`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ fault: f, latencyMs }),
+  });
+
+t.test("workflow_a checks: every failure is a sample with a reason, never an exception", async (t) => {
+  const agent = createProbeAgent();
+  t.teardown(() => agent.close());
+  const sim = await startWorkflowA({ apiKey: "good" });
+  t.teardown(() => sim.close());
+  const target = {
+    serviceType: "workflow_a" as const,
+    baseUrl: sim.url,
+    apiKey: "good",
+    apiToken: null,
+    region: null,
+  };
+  const opts = { timeoutMs: 400, workflowBApiTemplate: "" };
+  const check = (over = {}) => runCheck(agent, { ...target, ...over }, opts);
+
+  const up = await check();
+  t.match(up, { available: true, statusCode: 200 });
+  t.ok((up.responseTimeMs ?? -1) >= 0);
+  t.match(await check({ apiKey: "wrong" }), { available: false, reason: "bad_credentials", statusCode: 401 });
+
+  const cases: [string, Record<string, unknown>][] = [
+    ["down", { reason: "http_status", statusCode: 503, error: "HTTP 503" }],
+    ["hang", { reason: "timeout", responseTimeMs: null }],
+    ["redirect", { reason: "redirect", statusCode: 302 }],
+    ["huge", { reason: "response_too_large" }],
+    ["close", { reason: "connection_reset" }],
+    ["bad_credentials", { reason: "bad_credentials" }],
+  ];
+  const rssBefore = process.memoryUsage().rss;
+  for (const [f, expected] of cases) {
+    await fault(sim.url, f);
+    const started = Date.now();
+    const r = await check();
+    t.match(r, { available: false, ...expected }, f);
+    t.ok(Date.now() - started < 2_000, `${f}: bounded in time`);
+  }
+  t.ok(process.memoryUsage().rss - rssBefore < 64 * 1024 * 1024, "a 64 MiB answer is not buffered");
+  await fault(sim.url, "garbage");
+  // garbage on /healthz is still a 200; the API call then fails to parse
+  t.match(await check(), { available: false, reason: "invalid_response" });
+  await fault(sim.url, "none", 120);
+  const slow = await check();
+  t.ok(slow.available && (slow.responseTimeMs ?? 0) >= 100, "response time measured");
+
+  const closed = net.createServer();
+  await new Promise<void>((r) => closed.listen(0, "127.0.0.1", r));
+  const port = (closed.address() as net.AddressInfo).port;
+  await new Promise<void>((r) => closed.close(() => r()));
+  t.match(await check({ baseUrl: `http://127.0.0.1:${port}` }), {
+    available: false,
+    reason: "connection_refused",
+  });
+  t.match(await check({ baseUrl: "http://no-such-host.invalid" }), { available: false, reason: "dns" });
+});
+
+t.test("workflow_b checks: regional API address, token", async (t) => {
+  const agent = createProbeAgent();
+  t.teardown(() => agent.close());
+  const sim = await startWorkflowB({ apiToken: "tok" });
+  t.teardown(() => sim.close());
+  const opts = { timeoutMs: 400, workflowBApiTemplate: `${sim.url}/{region}/api/v2` };
+  const target = {
+    serviceType: "workflow_b" as const,
+    baseUrl: null,
+    apiKey: null,
+    apiToken: "tok",
+    region: "us1",
+  };
+  t.match(await runCheck(agent, target, opts), { available: true });
+  t.match(await runCheck(agent, { ...target, apiToken: "nope" }, opts), {
+    available: false,
+    reason: "bad_credentials",
+  });
+  await fault(sim.url, "hang");
+  t.match(await runCheck(agent, target, opts), { available: false, reason: "timeout" });
+});

@@ -1,0 +1,116 @@
+import t from "tap";
+import { ProbeWorker } from "../../src/probes/worker.js";
+import { startWorkflowA } from "../../src/sim/workflow-a.js";
+import { startWorkflowB } from "../../src/sim/workflow-b.js";
+import { executions } from "../../src/stores/series/tables.js";
+import { type TestApp, testApp } from "../helpers/app.js";
+import { type BackendName, requireBackend } from "../helpers/backends.js";
+import { call, seedTenants } from "../helpers/tenants.js";
+
+const control = (url: string, path: string, body: unknown, method = "POST") =>
+  fetch(`${url}/__sim/${path}`, {
+    method,
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+
+/** One slot a minute or more after the last sync (executions are pulled at most once a minute). */
+async function runSlot(ta: TestApp, worker: ProbeWorker, id: string) {
+  await ta.ctx.stores.db.query(
+    "UPDATE connections SET next_check_at = now(), last_sync_at = last_sync_at - interval '61 seconds' WHERE id = $1",
+    [id],
+  );
+  await worker.tick();
+  await worker.idle();
+  await ta.ctx.stores.series.waitVisible();
+}
+
+const stored = async (ta: TestApp, id: string) =>
+  (
+    await ta.ctx.stores.series.page(executions, {
+      where: [{ column: "connection_id", op: "eq", value: id }],
+      limit: 1000,
+    })
+  ).rows;
+
+for (const series of ["pglite", "questdb"] as BackendName[]) {
+  t.test(
+    `workflow_a execution sync on ${series}: newest first, no duplicates, status changes update the row`,
+    async (t) => {
+      if (!(await requireBackend(t, series))) return;
+      const ta = await testApp(t, { series });
+      const w = await seedTenants(ta);
+      const sim = await startWorkflowA({ executions: 300 }); // more than one page of 250
+      t.teardown(() => sim.close());
+      const worker = new ProbeWorker(ta.ctx, { timeoutMs: 2000 });
+      t.teardown(() => worker.stop());
+      const r = await call(ta.app, w.keys.alicePersonal, "POST", "/v1/connections", {
+        service_type: "workflow_a",
+        service_name: "n8n",
+        base_url: sim.url,
+        api_key: "sim-api-key",
+      });
+      const id = r.json().connection.id;
+
+      await runSlot(ta, worker, id);
+      let rows = await stored(ta, id);
+      t.equal(rows.length, 300, "the first pull pages through everything");
+      const lastSync = (
+        await ta.ctx.stores.db.query<{ last_sync_at: Date | null }>(
+          "SELECT last_sync_at FROM connections WHERE id = $1",
+          [id],
+        )
+      ).rows[0];
+      t.ok(lastSync?.last_sync_at, "last sync time kept");
+
+      await control(sim.url, "executions", { count: 2, status: "running", workflowId: "wf-9" });
+      await control(sim.url, "executions", { count: 1, status: "error", workflowId: "wf-9" });
+      await runSlot(ta, worker, id);
+      rows = await stored(ta, id);
+      t.equal(rows.length, 303, "only the new ones added");
+      t.equal(rows.filter((e) => e.status === "running").length, 2);
+      t.equal(rows.find((e) => e.execution_id === "303")?.status, "error");
+
+      await control(sim.url, "executions/301", { status: "success" }, "PATCH");
+      await control(sim.url, "executions", { count: 1, status: "success" });
+      await runSlot(ta, worker, id);
+      rows = await stored(ta, id);
+      t.equal(rows.length, 304, "no duplicates");
+      const finished = rows.find((e) => e.execution_id === "301");
+      t.equal(finished?.status, "success", "running -> success updates the stored row");
+      t.ok(finished?.duration_ms !== null && finished?.stopped_at, "with its end");
+      t.equal(rows.find((e) => e.execution_id === "302")?.status, "running", "still running");
+    },
+  );
+}
+
+t.test("workflow_b execution sync: the team's scenarios and their logs", async (t) => {
+  const sim = await startWorkflowB({ apiToken: "tok", teamId: "7" });
+  t.teardown(() => sim.close());
+  const ta = await testApp(t, { env: { WORKFLOW_B_API_TEMPLATE: `${sim.url}/{region}/api/v2` } });
+  const w = await seedTenants(ta);
+  const worker = new ProbeWorker(ta.ctx, { timeoutMs: 2000 });
+  t.teardown(() => worker.stop());
+  await control(sim.url, "logs", { scenarioId: 101, count: 3, status: 1 });
+  await control(sim.url, "logs", { scenarioId: 102, count: 1, status: 3 });
+  const r = await call(ta.app, w.keys.alicePersonal, "POST", "/v1/connections", {
+    service_type: "workflow_b",
+    service_name: "make",
+    api_token: "tok",
+    region: "eu2",
+    team_id: "7",
+  });
+  const id = r.json().connection.id;
+  await runSlot(ta, worker, id);
+  let rows = await stored(ta, id);
+  t.equal(rows.length, 4);
+  t.same(
+    rows.filter((e) => e.status === "error").map((e) => e.workflow_id),
+    ["102"],
+  );
+  await control(sim.url, "logs", { scenarioId: 101, count: 1, status: 2 });
+  await runSlot(ta, worker, id);
+  rows = await stored(ta, id);
+  t.equal(rows.length, 5, "overlapping windows add no duplicates");
+  t.equal(rows.filter((e) => e.error === "completed with warnings").length, 1);
+});

@@ -1,0 +1,245 @@
+import t, { type Test } from "tap";
+import { ProbeWorker } from "../../src/probes/worker.js";
+import { startWorkflowA } from "../../src/sim/workflow-a.js";
+import { availabilitySamples } from "../../src/stores/series/tables.js";
+import { type TestApp, testApp } from "../helpers/app.js";
+import { requireBackend } from "../helpers/backends.js";
+import { call, seedTenants } from "../helpers/tenants.js";
+
+const fault = (url: string, f: string) =>
+  fetch(`${url}/__sim/state`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ fault: f }),
+  });
+
+async function connectionTo(ta: TestApp, key: string, simUrl: string, apiKey = "sim-api-key", org?: string) {
+  const r = await call(ta.app, key, "POST", "/v1/connections", {
+    service_type: "workflow_a",
+    service_name: "sim n8n",
+    base_url: simUrl,
+    api_key: apiKey,
+    ...(org ? { organization_id: org } : {}),
+  });
+  return r.json().connection.id as string;
+}
+
+/** Runs one scheduling slot: makes the connection due, lets the worker claim and check it. */
+async function slot(ta: TestApp, worker: ProbeWorker, id: string) {
+  await ta.ctx.stores.db.query("UPDATE connections SET next_check_at = now() WHERE id = $1", [id]);
+  await worker.tick();
+  await worker.idle();
+}
+
+const state = async (ta: TestApp, id: string) =>
+  (
+    await ta.ctx.stores.db.query<{ status: string; failures: number }>(
+      "SELECT status, consecutive_failures AS failures FROM connections WHERE id = $1",
+      [id],
+    )
+  ).rows[0];
+
+t.test("checks, status moves and one availability incident per failing run", async (t: Test) => {
+  const ta = await testApp(t);
+  const w = await seedTenants(ta);
+  const sim = await startWorkflowA();
+  t.teardown(() => sim.close());
+  const worker = new ProbeWorker(ta.ctx, { timeoutMs: 300 });
+  t.teardown(() => worker.stop());
+  await worker.tick(); // the seeded connections (pointing nowhere) get their first check out of the way
+  await worker.idle();
+
+  const lastCheck = async (cid: string) =>
+    (
+      await ta.ctx.stores.db.query<{ last: Date | null; next: Date }>(
+        "SELECT last_check_at AS last, next_check_at AS next FROM connections WHERE id = $1",
+        [cid],
+      )
+    ).rows[0];
+  const id = await connectionTo(ta, w.keys.alicePersonal, sim.url);
+  t.equal((await state(ta, id))?.status, "inactive");
+  // a new connection is due at once: the next tick checks it
+  await worker.tick();
+  await worker.idle();
+  t.ok((await lastCheck(id))?.last, "checked on the first tick after creation");
+  t.equal((await state(ta, id))?.status, "active", "first successful check: active");
+  t.ok(((await lastCheck(id))?.next.getTime() ?? 0) > Date.now(), "next check in a later slot");
+
+  await fault(sim.url, "down");
+  await slot(ta, worker, id);
+  t.same(await state(ta, id), { status: "active", failures: 1 }, "a single failed check changes nothing");
+  const incidents = () =>
+    ta.ctx.stores.db.query<{ id: string; status: string }>(
+      "SELECT id, status FROM incidents WHERE connection_id = $1",
+      [id],
+    );
+  t.equal((await incidents()).rows.length, 0, "and never alerts");
+  await slot(ta, worker, id);
+  await slot(ta, worker, id);
+  t.same(await state(ta, id), { status: "error", failures: 3 }, "a run of 3 failures: error");
+  t.same(
+    (await incidents()).rows.map((r) => r.status),
+    ["open"],
+    "one incident opened",
+  );
+  await slot(ta, worker, id);
+  t.equal((await incidents()).rows.length, 1, "never two open for one connection");
+
+  const incidentId = (await incidents()).rows[0]?.id;
+  const mails = await ta.ctx.stores.db.query<{ kind: string; recipient: string; subject: string }>(
+    "SELECT kind, recipient, subject FROM notifications WHERE incident_id = $1 ORDER BY created_at",
+    [incidentId],
+  );
+  t.same(
+    mails.rows.map((m) => [m.kind, m.recipient]),
+    [["failure", "alice@a.example"]],
+    "one failure e-mail to the owner, via the outbox",
+  );
+  t.match(mails.rows[0]?.subject, /sim n8n is down/);
+
+  await fault(sim.url, "none");
+  await slot(ta, worker, id);
+  t.equal((await state(ta, id))?.status, "active", "error -> active on recovery");
+  t.same(
+    (await incidents()).rows.map((r) => r.status),
+    ["open"],
+    "one success does not resolve",
+  );
+  await slot(ta, worker, id);
+  t.same(
+    (await incidents()).rows.map((r) => r.status),
+    ["resolved"],
+    "two consecutive successes resolve it",
+  );
+  const events = await ta.ctx.stores.db.query<{ kind: string }>(
+    "SELECT kind FROM incident_events WHERE incident_id = $1 ORDER BY at, kind",
+    [incidentId],
+  );
+  t.same(
+    events.rows.map((e) => e.kind).sort(),
+    ["notified", "notified", "opened", "resolved"],
+    "the timeline",
+  );
+  const recovery = await ta.ctx.stores.db.query<{ kind: string }>(
+    "SELECT kind FROM notifications WHERE incident_id = $1 AND kind = 'recovery'",
+    [incidentId],
+  );
+  t.equal(recovery.rows.length, 1, "one recovery e-mail");
+
+  await ta.ctx.stores.series.waitVisible();
+  const samples = await ta.ctx.stores.series.page(availabilitySamples, {
+    where: [{ column: "connection_id", op: "eq", value: id }],
+    limit: 20,
+  });
+  t.equal(samples.rows.length, 7, "every check stored a sample");
+  t.same(
+    samples.rows.filter((s) => !s.available).map((s) => s.reason),
+    ["http_status", "http_status", "http_status", "http_status"],
+  );
+
+  // bad credentials: error at once
+  const bad = await connectionTo(ta, w.keys.alicePersonal, sim.url, "wrong-key");
+  await worker.tick();
+  await worker.idle();
+  t.same(await state(ta, bad), { status: "error", failures: 1 }, "bad credentials: error at once");
+
+  // an organization connection alerts the organization's owners and admins
+  const orgConn = await connectionTo(ta, w.keys.davePersonal, sim.url, "sim-api-key", w.orgs.orgA.id);
+  await fault(sim.url, "down");
+  for (let i = 0; i < 3; i++) await slot(ta, worker, orgConn);
+  const orgMails = await ta.ctx.stores.db.query<{ recipient: string }>(
+    "SELECT recipient FROM notifications WHERE connection_id = $1",
+    [orgConn],
+  );
+  t.same(
+    orgMails.rows.map((m) => m.recipient),
+    ["alice@a.example"],
+    "owners and admins, not plain members",
+  );
+
+  // editing the address makes the connection due again at once
+  const before = (await lastCheck(id))?.last?.getTime() ?? 0;
+  await call(ta.app, w.keys.alicePersonal, "PUT", `/v1/connections/${id}`, { base_url: sim.url });
+  await worker.tick();
+  await worker.idle();
+  t.ok(((await lastCheck(id))?.last?.getTime() ?? 0) > before, "an edited connection is checked right away");
+});
+
+t.test(
+  "two workers on one Postgres share the connections; a dead worker's leases are taken over",
+  async (t: Test) => {
+    if (!(await requireBackend(t, "postgres"))) return;
+    const ta = await testApp(t, { relational: "postgres" });
+    const w = await seedTenants(ta);
+    const sim = await startWorkflowA({ latencyMs: 20 });
+    t.teardown(() => sim.close());
+    const ids: string[] = [];
+    for (let i = 0; i < 40; i++) ids.push(await connectionTo(ta, w.keys.alicePersonal, sim.url));
+    const a = new ProbeWorker(ta.ctx, { workerId: "worker-a", timeoutMs: 2000 });
+    const b = new ProbeWorker(ta.ctx, { workerId: "worker-b", timeoutMs: 2000 });
+    t.teardown(async () => {
+      await a.stop();
+      await b.stop();
+    });
+    const [na, nb] = await Promise.all([a.tick(), b.tick()]);
+    await Promise.all([a.idle(), b.idle()]);
+    // 40 new connections plus the 4 seeded non-gateway ones
+    t.equal(na + nb, 44, `all due connections claimed once between them (a ${na}, b ${nb})`);
+    await ta.ctx.stores.series.waitVisible();
+    const counts = await ta.ctx.stores.series.aggregate(availabilitySamples, {
+      bucket: "all",
+      where: [{ column: "connection_id", op: "in", value: ids }],
+      groupBy: ["connection_id"],
+      measures: { n: { fn: "count" } },
+    });
+    t.equal(counts.length, 40);
+    t.ok(
+      counts.every((c) => c.n === 1),
+      "no connection checked twice in the slot",
+    );
+
+    // a worker that claimed and died: its lease runs out, then another worker takes the connection
+    await ta.ctx.stores.db.query(
+      "UPDATE connections SET next_check_at = now(), lease_owner = 'dead-worker', lease_until = now() + interval '1 second' WHERE id = $1",
+      [ids[0]],
+    );
+    const owner = async () =>
+      (
+        await ta.ctx.stores.db.query<{ owner: string | null; last: Date }>(
+          "SELECT lease_owner AS owner, last_check_at AS last FROM connections WHERE id = $1",
+          [ids[0]],
+        )
+      ).rows[0];
+    const checkedBefore = (await owner())?.last.getTime() ?? 0;
+    await b.tick();
+    await b.idle();
+    t.equal((await owner())?.owner, "dead-worker", "leased to another worker: left alone");
+    t.equal((await owner())?.last.getTime(), checkedBefore, "and not checked");
+    await new Promise((r) => setTimeout(r, 1_100));
+    await b.tick();
+    await b.idle();
+    t.equal((await owner())?.owner, null, "after the lease period, taken over and checked");
+    t.ok(((await owner())?.last.getTime() ?? 0) > checkedBefore);
+  },
+);
+
+t.test("a deleted connection is not checked again", async (t: Test) => {
+  const ta = await testApp(t);
+  const w = await seedTenants(ta);
+  const sim = await startWorkflowA();
+  t.teardown(() => sim.close());
+  const worker = new ProbeWorker(ta.ctx, { timeoutMs: 500 });
+  t.teardown(() => worker.stop());
+  const id = await connectionTo(ta, w.keys.alicePersonal, sim.url);
+  await worker.tick();
+  await worker.idle();
+  t.equal((await call(ta.app, w.keys.alicePersonal, "DELETE", `/v1/connections/${id}`)).statusCode, 200);
+  await ta.ctx.stores.db.query("UPDATE connections SET next_check_at = now()"); // every remaining connection due
+  await worker.tick();
+  await worker.idle();
+  await ta.ctx.stores.series.waitVisible();
+  const samples = await ta.ctx.stores.series.count(availabilitySamples, {
+    where: [{ column: "connection_id", op: "eq", value: id }],
+  });
+  t.equal(samples, 1, "only the check from before the deletion");
+});

@@ -1,0 +1,112 @@
+import pg from "pg";
+import t from "tap";
+import { startWorkflowA } from "../../src/sim/workflow-a.js";
+import { freshDatabaseUrl, requireBackend } from "../helpers/backends.js";
+import { serveOnFreePort, spawnVigil } from "../helpers/process.js";
+
+/**
+ * Two real `vigil serve --roles probe` processes on one Postgres: a connection is never checked
+ * twice in one slot, and when a worker dies holding leases, the other takes its connections
+ * over within one lease period.
+ */
+t.test("two probe processes share connections; a killed one's are taken over", async (t) => {
+  if (!(await requireBackend(t, "postgres"))) return;
+  const env = {
+    DATABASE_URL: await freshDatabaseUrl(t),
+    VIGIL_SECRET: "probe-workers-secret-probe-workers-secret",
+    PROBE_LEASE_SECONDS: "3",
+    PROBE_TIMEOUT_MS: "20000",
+    LOG_LEVEL: "info",
+  };
+  const db = new pg.Client({ connectionString: env.DATABASE_URL });
+  await db.connect();
+  t.teardown(() => db.end());
+  const sim = await startWorkflowA();
+  t.teardown(() => sim.close());
+  const hang = (fault: string) =>
+    fetch(`${sim.url}/__sim/state`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ fault }),
+    });
+
+  const admin = async (...args: string[]) => {
+    const run = spawnVigil(t, ["admin", ...args], env);
+    await run.exited(30_000);
+    return JSON.parse(run.output().trim().split("\n").pop() as string) as Record<string, string>;
+  };
+  const user = await admin("create-user", "--email", "probes@x.example", "--plan", "enterprise");
+  const { key } = await admin("create-key", "--user", user.id as string);
+  const api = await serveOnFreePort(t, env, ["--roles", "api"]);
+  await api.waitFor(/series store ready/);
+  const ids: string[] = [];
+  for (let i = 0; i < 20; i++) {
+    const r = await fetch(`${api.url}/v1/connections`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        service_type: "workflow_a",
+        service_name: `n${i}`,
+        base_url: sim.url,
+        api_key: "sim-api-key",
+      }),
+    });
+    ids.push(((await r.json()) as { connection: { id: string } }).connection.id);
+  }
+
+  // Worker A claims everything while the platform hangs: its checks are in flight, its leases held.
+  await hang("hang");
+  const a = spawnVigil(t, ["serve", "--roles", "probe"], env);
+  await a.waitFor(/probe scheduler started/);
+  const leasedBy = async (owner: string) =>
+    Number(
+      (await db.query("SELECT count(*) AS n FROM connections WHERE lease_owner LIKE $1", [`%:${owner}:%`]))
+        .rows[0].n,
+    );
+  const deadline = Date.now() + 15_000;
+  while ((await leasedBy(String(a.proc.pid))) < 20 && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 100));
+  t.equal(await leasedBy(String(a.proc.pid)), 20, "worker A holds all 20 leases");
+
+  const b = spawnVigil(t, ["serve", "--roles", "probe"], env);
+  await b.waitFor(/probe scheduler started/);
+  await new Promise((r) => setTimeout(r, 1_500));
+  t.equal(await leasedBy(String(b.proc.pid)), 0, "B does not touch connections A holds");
+
+  a.proc.kill("SIGKILL");
+  const killedAt = Date.now();
+  await hang("none");
+  // Within the lease period (3 s) plus a scheduler tick, B checks every connection A held.
+  const checked = async () =>
+    Number(
+      (
+        await db.query(
+          "SELECT count(*) AS n FROM connections WHERE last_check_at > to_timestamp($1 / 1000.0)",
+          [killedAt],
+        )
+      ).rows[0].n,
+    );
+  while ((await checked()) < 20 && Date.now() - killedAt < 12_000)
+    await new Promise((r) => setTimeout(r, 200));
+  const took = (Date.now() - killedAt) / 1000;
+  t.equal(await checked(), 20, `B took over all connections, ${took.toFixed(1)} s after the kill`);
+  t.ok(took < 3 + 5, "within one lease period and a few ticks");
+  const statuses = await db.query("SELECT DISTINCT status FROM connections");
+  t.same(
+    statuses.rows.map((r) => r.status),
+    ["active"],
+  );
+
+  // one slot, one check: every connection has exactly one sample from B's round
+  const samples = await db.query(
+    "SELECT connection_id, count(*) AS n FROM availability_samples WHERE ts > to_timestamp($1 / 1000.0) GROUP BY connection_id",
+    [killedAt],
+  );
+  t.equal(samples.rows.length, 20);
+  t.ok(
+    samples.rows.every((r) => Number(r.n) === 1),
+    "no connection checked twice in the slot",
+  );
+  b.proc.kill("SIGTERM");
+  t.equal((await b.exited()).code, 0);
+});
