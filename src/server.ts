@@ -6,6 +6,7 @@ import { closeContext, createContext } from "./context.js";
 import { DeliveryJob } from "./notifications/delivery.js";
 import { smtpMailer } from "./notifications/mailer.js";
 import { HeartbeatMonitor } from "./probes/heartbeats.js";
+import { RetentionJob } from "./retention/job.js";
 import { ProbeWorker } from "./probes/worker.js";
 import { createLogger } from "./lib/logger.js";
 import { StoreSupervisor } from "./stores/supervisor.js";
@@ -68,6 +69,7 @@ export async function serve(config: Config, roles: Role[], log: Logger = createL
       await prober?.stop();
       await delivery?.stop();
       await monitor?.stop();
+      await retention?.stop();
       adminSocket?.close();
       await closeContext(ctx);
       await stores.close();
@@ -111,6 +113,7 @@ export async function serve(config: Config, roles: Role[], log: Logger = createL
   }
   let delivery: DeliveryJob | undefined;
   let monitor: HeartbeatMonitor | undefined;
+  let retention: RetentionJob | undefined;
   if (roles.includes("jobs")) {
     void stores.whenReady().then(() => {
       if (closing) return;
@@ -122,6 +125,8 @@ export async function serve(config: Config, roles: Role[], log: Logger = createL
       delivery.start();
       monitor = new HeartbeatMonitor(ctx);
       monitor.start();
+      retention = new RetentionJob(ctx);
+      retention.start();
     });
   }
   if (roles.includes("api")) {

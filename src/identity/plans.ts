@@ -20,3 +20,15 @@ export const INGEST_RATE_LIMIT_PER_HOUR: Record<Plan, number> = {
   scale: 36_000,
   enterprise: 360_000,
 };
+
+/**
+ * Days of raw availability samples kept, per plan (README: Retention). Free, pro and scale are
+ * the product's figures; enterprise is our choice and also the QuestDB table's TTL, the longest
+ * any sample is kept.
+ */
+export const RAW_RETENTION_DAYS: Record<Plan, number> = {
+  free: 7,
+  pro: 30,
+  scale: 90,
+  enterprise: 365,
+};

@@ -13,6 +13,8 @@ import { costUsd } from "./pricing.js";
 
 /** How far in the future a period may end before it is refused as a clock error. */
 const MAX_CLOCK_SKEW_MS = 5 * 60_000;
+/** How old a heartbeat's period end may be and still add an availability sample. */
+const MAX_SAMPLE_AGE_MS = 86_400_000;
 
 /** Stable JSON (sorted keys), so the same body always hashes the same. */
 function canonical(v: unknown): string {
@@ -122,22 +124,27 @@ export async function ingestHeartbeat(ctx: AppContext, p: Principal, body: Heart
     { table: gatewayModelUsage, rows: models },
     {
       table: availabilitySamples,
-      rows: [
-        {
-          ts,
-          connection_id: connectionId,
-          available,
-          response_time_ms: body.gateway.latencyMs,
-          reason: available ? null : healthy ? "process_down" : "gateway_unhealthy",
-          error: available
-            ? null
-            : healthy
-              ? "gateway process is not alive"
-              : `gateway status ${body.gateway.status}`,
-          synthetic: false,
-          source: "heartbeat",
-        },
-      ],
+      // A heartbeat for a period that ended over a day ago still counts its tokens, but adds no
+      // availability sample: days before yesterday are already rolled up and final (README: Retention).
+      rows:
+        ts.getTime() < received.getTime() - MAX_SAMPLE_AGE_MS
+          ? []
+          : [
+              {
+                ts,
+                connection_id: connectionId,
+                available,
+                response_time_ms: body.gateway.latencyMs,
+                reason: available ? null : healthy ? "process_down" : "gateway_unhealthy",
+                error: available
+                  ? null
+                  : healthy
+                    ? "gateway process is not alive"
+                    : `gateway status ${body.gateway.status}`,
+                synthetic: false,
+                source: "heartbeat",
+              },
+            ],
     },
   ]);
   await ctx.connectionStatus.markActive(connectionId);

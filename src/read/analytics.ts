@@ -1,10 +1,18 @@
 import type { z } from "zod";
 import type { AppContext } from "../context.js";
 import type { Principal } from "../identity/principal.js";
-import { availabilitySamples, executions, gatewayHeartbeats, usageEntries } from "../stores/series/tables.js";
+import { executions, gatewayHeartbeats, usageEntries } from "../stores/series/tables.js";
 import type { AggregateRow, Bucket, Filter } from "../stores/series/types.js";
 import { connectionScope } from "../usage/scope.js";
 import { CursorCodec } from "./cursor.js";
+import { DAILY_ROLLUP_DAYS } from "../retention/policy.js";
+import {
+  availabilityByDay,
+  availabilityByMonth,
+  type AvailabilityTotals,
+  dayStart,
+  monthStart,
+} from "../retention/rollups.js";
 import type { MetricType, analyticsQuery } from "./schemas.js";
 
 export interface MetricRow {
@@ -48,7 +56,8 @@ export async function analytics(ctx: AppContext, p: Principal, q: z.output<typeo
   const after = q.cursor ? ctx.cursors.decode(q.cursor, fingerprint) : undefined;
   const scope = await connectionScope(ctx, p, q.connection_id);
   if (!scope) return { data: [], pagination: { next_cursor: null, has_more: false, limit: q.limit } };
-  const range = { since, until, bucket } as const;
+  // whole buckets: a bucket's value always covers its whole day, week or month
+  const range = { since: bucketStart(since, bucket), until, bucket } as const;
   let rows: MetricRow[];
   const row = (r: AggregateRow, value: number | null, count: number): MetricRow => ({
     connection_id: String(r.connection_id),
@@ -59,14 +68,12 @@ export async function analytics(ctx: AppContext, p: Principal, q: z.output<typeo
   });
 
   if (measure === "availability") {
-    const agg = await ctx.stores.series.aggregate(availabilitySamples, {
-      ...range,
-      where: [scope],
-      groupBy: ["connection_id"],
-      measures: { n: { fn: "count" }, up: { fn: "countTrue", column: "available" } },
-    });
-    rows = agg.map((r) =>
-      row(r, Number(r.n) ? round((Number(r.up) / Number(r.n)) * 100, 3) : null, Number(r.n)),
+    rows = (await availabilityBuckets(ctx, scope, range)).map((b) =>
+      row(
+        { bucket: b.bucket, connection_id: b.connection_id },
+        b.checks ? round((b.available / b.checks) * 100, 3) : null,
+        b.checks,
+      ),
     );
   } else if (measure === "gateway_cost") {
     rows = await gatewayCost(ctx, scope, range);
@@ -159,4 +166,55 @@ async function gatewayCost(
   for (const r of hb) add(r, Number(r.usd ?? 0) * 100, Number(r.n));
   for (const r of entries) add(r, Number(r.cents ?? 0), Number(r.n));
   return [...byKey.values()];
+}
+
+/** Start of the UTC bucket holding `d` (weeks start on Monday). */
+export function bucketStart(d: Date, bucket: "day" | "week" | "month"): Date {
+  const day = dayStart(d);
+  if (bucket === "day") return day;
+  if (bucket === "month") return monthStart(d);
+  return new Date(day.getTime() - ((day.getUTCDay() + 6) % 7) * DAY);
+}
+
+/**
+ * Availability per connection and bucket from the rollups (README: Retention): days from the daily
+ * rollup and raw samples, summed into weeks and months; months older than the daily rollup keeps
+ * from the monthly rollup.
+ */
+async function availabilityBuckets(
+  ctx: AppContext,
+  scope: Filter,
+  range: { since: Date; until: Date; bucket: "day" | "week" | "month" },
+): Promise<AvailabilityTotals[]> {
+  let since = range.since;
+  const parts: AvailabilityTotals[] = [];
+  if (range.bucket === "month") {
+    const dailyFrom = monthStart(
+      new Date(new Date(ctx.now()).getTime() - DAILY_ROLLUP_DAYS * DAY + 31 * DAY),
+    );
+    if (since < dailyFrom) {
+      parts.push(...(await availabilityByMonth(ctx, scope, since, dailyFrom)));
+      since = dailyFrom;
+    }
+  }
+  if (since < range.until) parts.push(...(await availabilityByDay(ctx, scope, since, range.until)));
+  const byKey = new Map<string, AvailabilityTotals>();
+  for (const p of parts) {
+    const bucket = bucketStart(p.bucket, range.bucket);
+    const k = `${bucket.getTime()}\u0000${p.connection_id}`;
+    const e = byKey.get(k) ?? {
+      connection_id: p.connection_id,
+      bucket,
+      checks: 0,
+      available: 0,
+      response_ms_sum: 0,
+      response_ms_count: 0,
+    };
+    e.checks += p.checks;
+    e.available += p.available;
+    e.response_ms_sum += p.response_ms_sum;
+    e.response_ms_count += p.response_ms_count;
+    byKey.set(k, e);
+  }
+  return [...byKey.values()].filter((e) => e.checks > 0);
 }

@@ -6,6 +6,10 @@ import type { Filter } from "../stores/series/types.js";
 import { connectionScope } from "../usage/scope.js";
 import type { availabilityQuery, summaryQuery } from "./schemas.js";
 import { emptyPage, seriesPage } from "./series-page.js";
+import { retainedScope } from "../retention/policy.js";
+import { availabilityByDay, dayStart, SAMPLE_MEASURES, toRollup } from "../retention/rollups.js";
+
+const DAY_MS = 86_400_000;
 
 /** The availability sample row of the read API. */
 export function toSample(r: RowOf<typeof availabilitySamples>) {
@@ -24,44 +28,68 @@ export function toSample(r: RowOf<typeof availabilitySamples>) {
 
 export function listAvailability(ctx: AppContext, p: Principal, q: z.output<typeof availabilityQuery>) {
   const filters: Filter[] = [];
+  // never a sample older than the connection's plan keeps, even before the retention job ran
   if (q.is_available !== undefined) filters.push({ column: "available", op: "eq", value: q.is_available });
   if (!q.include_synthetic) filters.push({ column: "synthetic", op: "eq", value: false });
-  return seriesPage(ctx, p, availabilitySamples, "availability", q, filters, toSample);
+  return seriesPage(ctx, p, availabilitySamples, "availability", q, filters, toSample, (scope) =>
+    retainedScope(ctx.stores.db, scope, ctx.now()),
+  );
 }
 
-const WINDOW_MS = { day: 86_400_000, week: 7 * 86_400_000, month: 30 * 86_400_000 } as const;
-
-/** Per connection: checks, available checks, uptime percent and average response time over the window. */
+/**
+ * Per connection: checks, available checks, uptime percent and average response time over the
+ * window. `day` is the last 24 hours, from raw samples. `week` and `month` are the last 7 and 30
+ * UTC days, today included so far: whole days from the daily rollup (kept 425 days, so the
+ * summary outlives raw samples), yesterday and today from raw samples.
+ */
 export async function availabilitySummary(ctx: AppContext, p: Principal, q: z.output<typeof summaryQuery>) {
   const scope = await connectionScope(ctx, p, q.connection_id);
   if (!scope) return emptyPage(0);
   const until = ctx.now();
-  const since = new Date(until.getTime() - WINDOW_MS[q.window]);
-  const rows = await ctx.stores.series.aggregate(availabilitySamples, {
-    bucket: "all",
-    where: [scope],
-    since,
-    until,
-    groupBy: ["connection_id"],
-    measures: {
-      checks: { fn: "count" },
-      up: { fn: "countTrue", column: "available" },
-      avg_ms: { fn: "avg", column: "response_time_ms" },
-    },
-  });
-  const data = rows.map((r) => {
-    const checks = Number(r.checks ?? 0);
-    const up = Number(r.up ?? 0);
-    return {
-      connection_id: String(r.connection_id),
+  const totals = new Map<string, { checks: number; up: number; rs: number; rn: number }>();
+  let since: Date;
+  if (q.window === "day") {
+    since = new Date(until.getTime() - DAY_MS);
+    const rows = await ctx.stores.series.aggregate(availabilitySamples, {
+      bucket: "all",
+      where: [await retainedScope(ctx.stores.db, scope, until)],
+      since,
+      until,
+      groupBy: ["connection_id"],
+      measures: SAMPLE_MEASURES,
+    });
+    for (const r of rows) {
+      const e = toRollup({ ...r, bucket: since });
+      totals.set(e.connection_id, {
+        checks: e.checks,
+        up: e.available,
+        rs: e.response_ms_sum,
+        rn: e.response_ms_count,
+      });
+    }
+  } else {
+    since = new Date(dayStart(until).getTime() - (q.window === "week" ? 6 : 29) * DAY_MS);
+    for (const r of await availabilityByDay(ctx, scope, since, until)) {
+      const e = totals.get(r.connection_id) ?? { checks: 0, up: 0, rs: 0, rn: 0 };
+      e.checks += r.checks;
+      e.up += r.available;
+      e.rs += r.response_ms_sum;
+      e.rn += r.response_ms_count;
+      totals.set(r.connection_id, e);
+    }
+  }
+  const data = [...totals]
+    .filter(([, e]) => e.checks > 0)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([connection_id, e]) => ({
+      connection_id,
       window: q.window,
       since: since.toISOString(),
       until: until.toISOString(),
-      checks,
-      available_checks: up,
-      uptime_percent: checks ? Math.round((up / checks) * 100_000) / 1000 : null,
-      avg_response_time_ms: r.avg_ms === null ? null : Math.round(Number(r.avg_ms) * 10) / 10,
-    };
-  });
+      checks: e.checks,
+      available_checks: e.up,
+      uptime_percent: Math.round((e.up / e.checks) * 100_000) / 1000,
+      avg_response_time_ms: e.rn ? Math.round((e.rs / e.rn) * 10) / 10 : null,
+    }));
   return { data, pagination: { next_cursor: null, has_more: false, limit: data.length } };
 }

@@ -28,8 +28,10 @@ export async function seriesPage<T extends SeriesTable, R>(
   q: { limit: number; cursor?: string; since?: string; until?: string; connection_id?: string },
   filters: Filter[],
   toRow: (r: RowOf<T>) => R,
+  narrow?: (scope: Filter) => Promise<Filter>,
 ): Promise<ReadPage<R>> {
-  const scope = await connectionScope(ctx, p, q.connection_id);
+  const visible = await connectionScope(ctx, p, q.connection_id);
+  const scope = visible && narrow ? await narrow(visible) : visible;
   const fingerprint = CursorCodec.fingerprint({
     endpoint,
     connection_id: q.connection_id,

@@ -1,5 +1,6 @@
 import t from "tap";
 import { METRIC_TYPES } from "../../src/read/schemas.js";
+import { rollUp } from "../../src/retention/rollups.js";
 import {
   availabilitySamples,
   executions,
@@ -83,6 +84,9 @@ for (const series of ["pglite", "questdb"] as BackendName[]) {
         cost_cents: 30,
       },
     ]);
+    await s.waitVisible();
+    // what the jobs role does every 5 minutes: days before yesterday are read from the rollup
+    await rollUp(ta.ctx);
     await s.waitVisible();
 
     // an explicit window, so the test does not depend on today's date

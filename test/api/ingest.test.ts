@@ -43,6 +43,8 @@ for (const series of ["pglite", "questdb"] as BackendName[]) {
     const ingest = w.keys.ingest;
     const OB = w.conns.OB;
     const send = (body: unknown, key = ingest) => call(app, key, "POST", "/v1/gateway/ingest", body);
+    // the service's clock, shortly after the periods below end
+    ctx.now = () => new Date("2026-11-20T10:05:00Z");
 
     const first = await send(heartbeat());
     t.equal(first.statusCode, 201, first.body);
@@ -123,6 +125,12 @@ for (const series of ["pglite", "questdb"] as BackendName[]) {
       4,
       "one more sample, not one per resend",
     );
+
+    // a heartbeat whose period ended days ago counts its tokens but adds no availability sample
+    const late = await send(heartbeat({}, "2026-11-19T09:00:00Z", "2026-11-19T09:01:00Z"));
+    t.equal(late.statusCode, 201, late.body);
+    await ctx.stores.series.waitVisible();
+    t.equal(await ctx.stores.series.count(availabilitySamples, { where }), 4, "no sample for a late period");
     ctx.now = () => new Date();
 
     // totals in one unit (cents), heartbeat dollars included; unpriced models flagged
@@ -134,12 +142,12 @@ for (const series of ["pglite", "questdb"] as BackendName[]) {
     );
     t.equal(totals.statusCode, 200, totals.body);
     const b = totals.json();
-    t.equal(b.gateway.heartbeats, 4, "three heartbeats with periods or bodies, one later");
-    t.equal(b.gateway.input_tokens, 6000);
-    t.equal(b.totals.tokens, 8000);
+    t.equal(b.gateway.heartbeats, 5, "three periods and two period-less heartbeats");
+    t.equal(b.gateway.input_tokens, 9000);
+    t.equal(b.totals.tokens, 12000);
     t.ok(
-      Math.abs(b.totals.cost_cents - 100) < 1e-6,
-      `two periods at $0.50 are 100 cents, got ${b.totals.cost_cents}`,
+      Math.abs(b.totals.cost_cents - 150) < 1e-6,
+      `three periods at $0.50 are 150 cents, got ${b.totals.cost_cents}`,
     );
     t.same(b.unpriced_models, ["my-local-llama"]);
 

@@ -6,6 +6,7 @@ import { sqlDir } from "../../lib/paths.js";
 import { GroupCommit } from "./group-commit.js";
 import { groupCommitWrites, type WriteItem } from "./writes.js";
 import { installFastEscape } from "./ilp-escape.js";
+import { expireQuestdbTable } from "./questdb-expire.js";
 import { toAggregateRow, toPage } from "./sql.js";
 import {
   afterClause,
@@ -35,6 +36,8 @@ export interface QuestdbOptions {
   /** Flushes in flight at once, each over its own sender. */
   writers?: number;
   requestTimeoutMs?: number;
+  /** Called with every read statement before it is sent (benchmarks replay them directly). */
+  onQuery?: (sql: string, params: unknown[]) => void;
 }
 
 const bucketUnit = { hour: "1h", day: "1d", week: "1w", month: "1M" } as const;
@@ -160,6 +163,7 @@ export async function createQuestdbSeriesStore(opts: QuestdbOptions): Promise<Se
 
   const tsParam = (d: Date) => d.toISOString();
   const query = async (sql: string, params: unknown[]) => {
+    opts.onQuery?.(sql, params);
     try {
       return await pool.query(sql, params);
     } catch (err) {
@@ -171,7 +175,7 @@ export async function createQuestdbSeriesStore(opts: QuestdbOptions): Promise<Se
     }
   };
 
-  return {
+  const store: SeriesStore = {
     kind: "questdb",
     ...groupCommitWrites(commit),
 
@@ -217,6 +221,11 @@ export async function createQuestdbSeriesStore(opts: QuestdbOptions): Promise<Se
       return res.rows.map((r) => toAggregateRow(r, groupBy, Object.keys(q.measures)));
     },
 
+    async expire(table, rules) {
+      await commit.drain();
+      return expireQuestdbTable(query, nameOf(table), rules, () => store.waitVisible());
+    },
+
     async waitVisible(timeoutMs = 30_000) {
       await commit.drain();
       const names = Object.values(seriesTables).map(nameOf);
@@ -259,4 +268,5 @@ export async function createQuestdbSeriesStore(opts: QuestdbOptions): Promise<Se
       await pool.end();
     },
   };
+  return store;
 }

@@ -23,13 +23,13 @@ export function whereClauses(
 ): string[] {
   checkFilters(table, q.where);
   const out: string[] = [];
-  for (const f of q.where ?? []) out.push(filterSql(f, p));
+  for (const f of q.where ?? []) out.push(filterSql(f, p, ts));
   if (q.since) out.push(`ts >= ${p.add(ts(q.since))}`);
   if (q.until) out.push(`ts < ${p.add(ts(q.until))}`);
   return out;
 }
 
-function filterSql(f: Filter, p: Params): string {
+function filterSql(f: Filter, p: Params, ts: (d: Date) => unknown): string {
   switch (f.op) {
     case "eq":
       return `${f.column} = ${p.add(f.value)}`;
@@ -37,6 +37,13 @@ function filterSql(f: Filter, p: Params): string {
       return `${f.column} != ${p.add(f.value)}`;
     case "in":
       return `${f.column} IN (${f.value.map((v) => p.add(v)).join(", ")})`;
+    case "inSince":
+      return `(${f.groups
+        .map(
+          (g) =>
+            `(${f.column} IN (${g.values.map((v) => p.add(v)).join(", ")}) AND ts >= ${p.add(ts(g.since))})`,
+        )
+        .join(" OR ")})`;
   }
 }
 
@@ -71,7 +78,9 @@ export function measureSql(table: TableDef, alias: string, m: Measure): string {
   if (!/^[a-z_][a-z0-9_]*$/.test(alias)) throw new Error(`bad measure alias ${alias}`);
   switch (m.fn) {
     case "count":
-      return `count(*) AS ${alias}`;
+      if (m.column === undefined) return `count(*) AS ${alias}`;
+      checkColumn(table, m.column);
+      return `count(${m.column}) AS ${alias}`;
     case "countTrue": {
       const def = checkColumn(table, m.column);
       if (def.type !== "boolean") throw new Error(`${m.column} is not boolean`);

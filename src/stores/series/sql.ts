@@ -141,6 +141,19 @@ export function createSqlSeriesStore(db: RelationalStore): SeriesStore {
       return res.rows.map((r) => toAggregateRow(r, groupBy, Object.keys(q.measures)));
     },
 
+    async expire(table, rules) {
+      let removed = 0;
+      for (const rule of rules) {
+        const keep = rule.keep.length ? " AND NOT (connection_id = ANY($2::text[]))" : "";
+        const res = await db.query(
+          `DELETE FROM ${table.name} WHERE ts < $1${keep}`,
+          rule.keep.length ? [rule.before.toISOString(), [...rule.keep]] : [rule.before.toISOString()],
+        );
+        removed += res.rowCount ?? 0;
+      }
+      return removed;
+    },
+
     async waitVisible() {
       // A committed SQL transaction is visible at once.
       await commit.drain();

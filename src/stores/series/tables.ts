@@ -122,12 +122,34 @@ export const gatewayModelUsage = table(
   ["connection_id", "heartbeat_id", "model"],
 );
 
+const rollupColumns = {
+  connection_id: { type: "symbol" },
+  /** Samples in the bucket, synthetic ones included. */
+  checks: { type: "long" },
+  /** Samples with available = true. */
+  available: { type: "long" },
+  /** Sum and number of the response times that were recorded (not null). */
+  response_ms_sum: { type: "double" },
+  response_ms_count: { type: "long" },
+} as const;
+
+/**
+ * Availability per connection and UTC day, rolled up from the raw samples by the rollup job and
+ * kept long after the raw samples expire (see README: Retention). `ts` is the day's start.
+ */
+export const availabilityDaily = table("availability_daily", rollupColumns, ["connection_id"]);
+
+/** Availability per connection and UTC calendar month, rolled up from the daily rows. */
+export const availabilityMonthly = table("availability_monthly", rollupColumns, ["connection_id"]);
+
 export const seriesTables = {
   availabilitySamples,
   executions,
   usageEntries,
   gatewayHeartbeats,
   gatewayModelUsage,
+  availabilityDaily,
+  availabilityMonthly,
 } as const;
 
 export type SeriesTable = (typeof seriesTables)[keyof typeof seriesTables];

@@ -5,7 +5,13 @@ export type FilterValue = string | number | boolean;
 /** A condition on one column. Column names are checked against the table definition. */
 export type Filter =
   | { column: string; op: "eq" | "ne"; value: FilterValue }
-  | { column: string; op: "in"; value: readonly FilterValue[] };
+  | { column: string; op: "in"; value: readonly FilterValue[] }
+  /**
+   * Rows whose column is in one of the groups, each group with its own lower bound on `ts`:
+   * `(col IN (g1) AND ts >= since1) OR (col IN (g2) AND ts >= since2) …`. Retention uses it to
+   * hide rows older than each connection's plan keeps.
+   */
+  | { column: string; op: "inSince"; groups: readonly { values: readonly FilterValue[]; since: Date }[] };
 
 /** A position in newest-first order: a row's timestamp plus its key values (tiebreaker). */
 export interface Position {
@@ -36,7 +42,8 @@ export interface Page<R> {
 export type Bucket = "hour" | "day" | "week" | "month" | "all";
 
 export type Measure =
-  | { fn: "count" }
+  /** Rows, or with a column the rows where it is not null. */
+  | { fn: "count"; column?: string }
   | { fn: "sum" | "avg" | "min" | "max"; column: string }
   /** Number of rows where a boolean column is true. */
   | { fn: "countTrue"; column: string };
@@ -59,6 +66,12 @@ type Tables = typeof seriesTables;
 export type TableRows = {
   [K in keyof Tables]: { table: Tables[K]; rows: readonly RowOf<Tables[K]>[] };
 }[keyof Tables];
+
+/** Rows before `before` expire unless their connection_id is in `keep`. */
+export interface ExpiryRule {
+  before: Date;
+  keep: readonly string[];
+}
 
 export type SeriesKind = "questdb" | "sql";
 
@@ -83,6 +96,14 @@ export interface SeriesStore {
   page<T extends SeriesTable>(table: T, query: PageQuery): Promise<Page<RowOf<T>>>;
   /** Time-bucketed aggregates, oldest bucket first. */
   aggregate(table: SeriesTable, query: AggregateQuery): Promise<AggregateRow[]>;
+  /**
+   * Physically removes expired rows (retention): a row expires under a rule when its `ts` is
+   * before the rule's `before` and its connection is not in the rule's `keep` list. The SQL
+   * backend deletes exactly those rows; QuestDB, which cannot delete rows, drops or rewrites
+   * whole partitions once every row in them is older than the rule's bound. Resolves with the
+   * number of rows removed.
+   */
+  expire(table: SeriesTable, rules: readonly ExpiryRule[]): Promise<number>;
   /** Resolves once every write acknowledged before the call is visible to reads. */
   waitVisible(timeoutMs?: number): Promise<void>;
   ping(): Promise<void>;

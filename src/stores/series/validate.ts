@@ -77,6 +77,8 @@ export function checkFilters(table: TableDef, where: readonly Filter[] = []): vo
   for (const f of where) {
     checkColumn(table, f.column);
     if (f.op === "in" && f.value.length === 0) throw new SeriesValidationError(f.column, "IN list is empty");
+    if (f.op === "inSince" && (f.groups.length === 0 || f.groups.some((g) => g.values.length === 0)))
+      throw new SeriesValidationError(f.column, "IN list is empty");
   }
 }
 

@@ -1,0 +1,299 @@
+import { parseArgs } from "node:util";
+import pg from "pg";
+import { request } from "undici";
+import { buildApp } from "../src/app.js";
+import type { Config } from "../src/config.js";
+import { type AppContext, closeContext, createContext } from "../src/context.js";
+import { createKey, createUser } from "../src/identity/accounts.js";
+import { createLogger } from "../src/lib/logger.js";
+import { CursorCodec } from "../src/read/cursor.js";
+import { rollUp } from "../src/retention/rollups.js";
+import { migrate } from "../src/stores/relational/migrate.js";
+import { createPgStore } from "../src/stores/relational/pg.js";
+import type { RelationalStore } from "../src/stores/relational/types.js";
+import { applyQuestdbSchema, createQuestdbSeriesStore, questdbPool } from "../src/stores/series/questdb.js";
+import { createSqlSeriesStore } from "../src/stores/series/sql.js";
+import type { SeriesStore } from "../src/stores/series/types.js";
+import { StoreSupervisor } from "../src/stores/supervisor.js";
+import { benchQuestdb } from "./lib/questdb.js";
+import { fmt, table } from "./lib/report.js";
+
+const MINUTE = 60_000;
+const DAY = 86_400_000;
+const PREFIX = "bench_read_";
+
+interface Timing {
+  p50: number;
+  p99: number;
+}
+
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+
+/** Runs `fn` `n` times one after another (after 3 warm-up calls) and returns p50 and p99 in ms. */
+async function time(n: number, fn: () => Promise<unknown>): Promise<Timing> {
+  for (let i = 0; i < 3; i++) await fn();
+  const ms: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    await fn();
+    ms.push(performance.now() - t0);
+  }
+  ms.sort((a, b) => a - b);
+  return { p50: percentile(ms, 50), p99: percentile(ms, 99) };
+}
+
+/**
+ * `vigil bench read`: read-API latency over a month of 1-minute samples.
+ *
+ * Seeds 30 days of one sample a minute for 1,000 connections (43.2 million rows) into QuestDB with
+ * a server-side INSERT … SELECT, and 100 connections (4.3 million rows) into the `sql` backend on
+ * PostgreSQL, then rolls both up as the jobs role would. For three reads it prints p50/p99 of the
+ * API (HTTP on loopback, with key, rate limit, visibility and JSON) and of the very statements the
+ * API sent, replayed straight to QuestDB over pg-wire in the same run:
+ * a deep page of 1,000 availability rows (15 days back, by cursor), the month summary of every
+ * connection, and daily_availability analytics over 30 days.
+ */
+export async function run(config: Config, args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      connections: { type: "string", default: "1000" },
+      days: { type: "string", default: "30" },
+      "sql-connections": { type: "string", default: "100" },
+      iterations: { type: "string", default: "200" },
+    },
+  });
+  const nConn = Number(values.connections);
+  const days = Number(values.days);
+  const sqlConn = Number(values["sql-connections"]);
+  const iterations = Number(values.iterations);
+  const say = (s: string) => process.stderr.write(`${s}\n`);
+  const log = createLogger("warn");
+  const benchConfig: Config = {
+    ...config,
+    logLevel: "warn",
+    secret: config.secret ?? "bench-secret-bench-secret-bench-secret!",
+  };
+
+  const qdb = benchQuestdb(config, say);
+  const admin = new pg.Client({
+    connectionString: config.databaseUrl ?? "postgres://postgres@127.0.0.1:5432/postgres",
+  });
+  await admin.connect();
+  const dbName = `vigil_bench_read_${Date.now().toString(36)}`;
+  await admin.query(`CREATE DATABASE ${dbName}`);
+  const dbUrl = new URL(config.databaseUrl ?? "postgres://postgres@127.0.0.1:5432/postgres");
+  dbUrl.pathname = `/${dbName}`;
+  const db = createPgStore({ connectionString: dbUrl.toString() });
+  const direct = questdbPool(qdb.pgUrl, 4);
+  const cleanups: (() => Promise<unknown>)[] = [];
+  try {
+    await migrate(db);
+    const now = new Date();
+    const end = Math.floor(now.getTime() / MINUTE) * MINUTE;
+    const start = end - days * DAY;
+    const rows = nConn * days * 1440;
+
+    // tenants: one enterprise user owning every connection, unlimited rate
+    const user = await createUser(db, { email: `bench-read-${Date.now()}@x.example`, plan: "enterprise" });
+    await db.query("UPDATE users SET rate_limit_per_hour = 1000000000 WHERE id = $1", [user.id]);
+    const { key } = await createKey(db, { user: user.id, permissions: ["analytics:read"] });
+    await db.query(
+      `INSERT INTO connections (id, user_id, service_type, service_name, status, base_url)
+       SELECT 'bconn_' || g, $1, 'workflow_a', 'bench ' || g, 'active', 'http://127.0.0.1:1'
+         FROM generate_series(0, $2 - 1) g`,
+      [user.id, nConn],
+    );
+
+    // QuestDB: 43.2 M rows generated on the server, in time order
+    const pool = questdbPool(qdb.pgUrl, 1);
+    for (const r of (
+      await pool.query("SELECT table_name FROM tables() WHERE table_name LIKE $1", [`${PREFIX}%`])
+    ).rows as { table_name: string }[])
+      await pool.query(`DROP TABLE IF EXISTS ${r.table_name}`);
+    await applyQuestdbSchema(pool, PREFIX);
+    cleanups.push(async () => {
+      for (const r of (
+        await pool.query("SELECT table_name FROM tables() WHERE table_name LIKE $1", [`${PREFIX}%`])
+      ).rows as { table_name: string }[])
+        await pool.query(`DROP TABLE IF EXISTS ${r.table_name}`);
+      await pool.end();
+    });
+    say(`seeding QuestDB: ${fmt(rows)} availability samples (${nConn} connections x ${days} days x 1,440)`);
+    const seedStart = Date.now();
+    const perChunk = nConn * 1440; // one day per statement, so progress shows
+    for (let d = 0; d < days; d++) {
+      const dayStart = new Date(start + d * DAY).toISOString();
+      await pool.query(
+        `INSERT INTO ${PREFIX}availability_samples
+         SELECT dateadd('m', ((x - 1) / ${nConn})::int, '${dayStart}'::timestamp) AS ts,
+                'bconn_' || ((x - 1) % ${nConn}) AS connection_id,
+                rnd_double() > 0.01 AS available, 20 + rnd_double() * 200 AS response_time_ms,
+                200L AS status_code, null AS reason, null AS error, false AS synthetic, 'probe' AS source
+           FROM long_sequence(${perChunk})`,
+      );
+      process.stderr.write(`\r  day ${d + 1}/${days}`);
+    }
+    const series = await createQuestdbSeriesStore({
+      httpUrl: qdb.httpUrl,
+      pgUrl: qdb.pgUrl,
+      tablePrefix: PREFIX,
+    });
+    cleanups.unshift(() => series.close());
+    await series.waitVisible(600_000);
+    say(`\n  ${fmt(rows)} rows visible after ${fmt((Date.now() - seedStart) / 1000, 1)} s`);
+
+    // PostgreSQL (sql backend): a smaller set
+    const sqlRows = sqlConn * days * 1440;
+    say(`seeding PostgreSQL (sql backend): ${fmt(sqlRows)} samples (${sqlConn} connections)`);
+    const sqlStart = Date.now();
+    await db.query(
+      `INSERT INTO availability_samples (ts, connection_id, available, response_time_ms, status_code, synthetic, source)
+       SELECT to_timestamp($1::double precision / 1000) + make_interval(mins => m), 'bconn_' || c,
+              random() > 0.01, 20 + random() * 200, 200, false, 'probe'
+         FROM generate_series(0, $2 - 1) m, generate_series(0, $3 - 1) c`,
+      [start, days * 1440, sqlConn],
+    );
+    await db.query("ANALYZE availability_samples");
+    say(`  done in ${fmt((Date.now() - sqlStart) / 1000, 1)} s`);
+
+    // rollups, as the jobs role makes them
+    const captured: { sql: string; params: unknown[] }[] = [];
+    let capture = false;
+    const traced = await createQuestdbSeriesStore({
+      httpUrl: qdb.httpUrl,
+      pgUrl: qdb.pgUrl,
+      tablePrefix: PREFIX,
+      onQuery: (sql, params) => {
+        if (capture) captured.push({ sql, params });
+      },
+    });
+    cleanups.unshift(() => traced.close());
+    const qCtx = context(benchConfig, log, db, traced);
+    const sqlCtx = context(benchConfig, log, db, createSqlSeriesStore(db));
+    let t0 = Date.now();
+    const rolled = await rollUp(qCtx, { since: new Date(start) });
+    say(
+      `rollup on QuestDB: ${fmt(rolled.days)} daily rows from ${fmt(rows)} samples in ${fmt((Date.now() - t0) / 1000, 1)} s`,
+    );
+    t0 = Date.now();
+    await rollUp(sqlCtx, { since: new Date(start) });
+    say(`rollup on PostgreSQL: ${fmt((Date.now() - t0) / 1000, 1)} s`);
+
+    const qApp = await buildApp(qCtx);
+    const sApp = await buildApp(sqlCtx);
+    cleanups.unshift(async () => {
+      await qApp.close();
+      await sApp.close();
+      await closeContext(qCtx);
+      await closeContext(sqlCtx);
+    });
+    const qUrl = await qApp.listen({ host: "127.0.0.1", port: 0 });
+    const sUrl = await sApp.listen({ host: "127.0.0.1", port: 0 });
+    const headers = { authorization: `Bearer ${key}` };
+
+    // a cursor 15 days back, as a client paging deep would hold
+    const deepCursor = qCtx.cursors.encode(
+      { ts: new Date(end - 15 * DAY), key: ["bconn_0"] },
+      CursorCodec.fingerprint({
+        endpoint: "availability",
+        connection_id: undefined,
+        since: undefined,
+        until: undefined,
+        filters: [],
+      }),
+    );
+    const since30 = new Date(end - days * DAY).toISOString();
+    const reads = [
+      {
+        name: "deep page of 1,000 availability rows",
+        path: `/v1/availability?limit=1000&cursor=${deepCursor}`,
+        rows: 1000,
+      },
+      {
+        name: "summary?window=month, every connection",
+        path: "/v1/availability/summary?window=month",
+        rows: nConn,
+      },
+      {
+        name: `analytics daily_availability, ${days} days`,
+        path: `/v1/analytics?metric_type=daily_availability&limit=1000&since=${since30}`,
+        rows: 1000,
+      },
+    ];
+    const get = async (base: string, path: string, expect: number) => {
+      const r = await request(`${base}${path}`, { headers });
+      const body = (await r.body.json()) as { data: unknown[] };
+      if (r.statusCode !== 200 || body.data.length < Math.min(expect, 1))
+        throw new Error(`${path}: ${r.statusCode} ${JSON.stringify(body).slice(0, 300)}`);
+      return body;
+    };
+
+    const out: (string | number)[][] = [];
+    const summary: string[] = [];
+    for (const read of reads) {
+      say(`measuring: ${read.name}`);
+      captured.length = 0;
+      capture = true;
+      const first = await get(qUrl, read.path, read.rows);
+      capture = false;
+      const statements = [...captured];
+      const api = await time(iterations, () => get(qUrl, read.path, read.rows));
+      // the same statements straight to QuestDB, concurrently as the API sends them
+      const directT = await time(iterations, () =>
+        Promise.all(statements.map((s) => direct.query(s.sql, s.params))),
+      );
+      const sqlT = await time(Math.max(20, Math.floor(iterations / 4)), () => get(sUrl, read.path, 1));
+      out.push(
+        [read.name, "API on QuestDB", fmt(api.p50, 1), fmt(api.p99, 1), String(first.data.length), "1.00"],
+        [
+          "",
+          `same ${statements.length} statement(s) straight to QuestDB`,
+          fmt(directT.p50, 1),
+          fmt(directT.p99, 1),
+          "",
+          fmt(api.p50 / directT.p50, 2),
+        ],
+        [
+          "",
+          `API on sql backend (${sqlConn} connections)`,
+          fmt(sqlT.p50, 1),
+          fmt(sqlT.p99, 1),
+          "",
+          fmt(sqlT.p50 / api.p50, 2),
+        ],
+      );
+      summary.push(
+        `${read.name}: API/direct p50 = ${fmt(api.p50 / directT.p50, 2)} (target <= 2), p99 API ${fmt(api.p99, 1)} ms`,
+      );
+    }
+    console.log(
+      `\nread: ${fmt(rows)} availability samples in QuestDB (${nConn} connections x ${days} days x 1/min), ` +
+        `${fmt(sqlRows)} in PostgreSQL; ${iterations} sequential requests per figure\n`,
+    );
+    console.log(table(["read", "path", "p50 ms", "p99 ms", "rows", "ratio"], out));
+    console.log(
+      "\nratio: API row = 1.00; direct row = API p50 / direct p50; sql row = sql-backend p50 / QuestDB API p50",
+    );
+    for (const s of summary) console.log(s);
+    const month = out[3];
+    if (month) console.log(`month summary p99 ${month[3]} ms (target < 100 ms)`);
+  } finally {
+    for (const c of cleanups) await c().catch((e) => say(`cleanup: ${(e as Error).message}`));
+    await direct.end();
+    await db.close();
+    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    await admin.end();
+    qdb.stop();
+  }
+}
+
+function context(
+  config: Config,
+  log: ReturnType<typeof createLogger>,
+  db: RelationalStore,
+  series: SeriesStore,
+): AppContext {
+  return createContext(config, log, StoreSupervisor.ready({ db, series }, log, config));
+}
