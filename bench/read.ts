@@ -51,7 +51,7 @@ async function time(n: number, fn: () => Promise<unknown>): Promise<Timing> {
  * PostgreSQL, then rolls both up as the jobs role would. For three reads it prints p50/p99 of the
  * API (HTTP on loopback, with key, rate limit, visibility and JSON) and of the very statements the
  * API sent, replayed straight to QuestDB over pg-wire in the same run:
- * a deep page of 1,000 availability rows (15 days back, by cursor), the month summary of every
+ * a deep page of 1,000 availability rows (halfway back, by cursor), the month summary of every
  * connection, and daily_availability analytics over 30 days.
  */
 export async function run(config: Config, args: string[]): Promise<void> {
@@ -193,9 +193,9 @@ export async function run(config: Config, args: string[]): Promise<void> {
     const sUrl = await sApp.listen({ host: "127.0.0.1", port: 0 });
     const headers = { authorization: `Bearer ${key}` };
 
-    // a cursor 15 days back, as a client paging deep would hold
+    // a cursor halfway back (15 days of 30), as a client paging deep would hold
     const deepCursor = qCtx.cursors.encode(
-      { ts: new Date(end - 15 * DAY), key: ["bconn_0"] },
+      { ts: new Date(end - (days / 2) * DAY), key: ["bconn_0"] },
       CursorCodec.fingerprint({
         endpoint: "availability",
         connection_id: undefined,

@@ -125,7 +125,12 @@ function rowWriter(name: string, table: TableDef) {
 
 const isDataError = (err: unknown) => /statusCode=4\d\d/.test(String((err as Error)?.message));
 
-export async function createQuestdbSeriesStore(opts: QuestdbOptions): Promise<SeriesStore> {
+/** The QuestDB store; its table prefix is exposed for tests and tools that inspect the tables. */
+export interface QuestdbSeriesStore extends SeriesStore {
+  readonly tablePrefix: string;
+}
+
+export async function createQuestdbSeriesStore(opts: QuestdbOptions): Promise<QuestdbSeriesStore> {
   const prefix = opts.tablePrefix ?? "";
   const pool = questdbPool(opts.pgUrl);
   const conf = senderConfig(opts.httpUrl, opts.requestTimeoutMs ?? 10_000);
@@ -175,8 +180,9 @@ export async function createQuestdbSeriesStore(opts: QuestdbOptions): Promise<Se
     }
   };
 
-  const store: SeriesStore = {
+  const store: QuestdbSeriesStore = {
     kind: "questdb",
+    tablePrefix: prefix,
     ...groupCommitWrites(commit),
 
     async count(table, q) {
@@ -189,17 +195,36 @@ export async function createQuestdbSeriesStore(opts: QuestdbOptions): Promise<Se
       return Number(res.rows[0]?.n ?? 0);
     },
 
+    /**
+     * Two statements, because QuestDB sorts by (ts, key) only by sorting every matching row (10 s
+     * for a page deep in 43 M rows), while it reads newest-first by ts alone as a backward scan
+     * that stops at the limit. The first finds the timestamp of the row just past the page that
+     * way; the second sorts only the rows from that timestamp on: at most the page plus the rows
+     * tied at that timestamp, and no row the page needs is older than it.
+     */
     async page<T extends SeriesTable>(table: T, q: PageQuery): Promise<Page<RowOf<T>>> {
       const p = new Params();
       const conds = whereClauses(table, q, p, tsParam);
-      if (q.after) conds.push(afterClause(table, q.after, p, tsParam));
+      if (q.after) {
+        // the redundant ts <= bound lets QuestDB scan only the partitions before the cursor
+        conds.push(`ts <= ${p.add(tsParam(q.after.ts))}`);
+        conds.push(afterClause(table, q.after, p, tsParam));
+      }
+      const upto = Math.trunc(q.offset ?? 0) + Math.trunc(q.limit) + 1;
+      const where = conds.length ? ` WHERE ${conds.join(" AND ")}` : "";
+      // QuestDB's LIMIT lo, hi takes rows lo+1 .. hi: here the row just past the page
+      const edge = await query(
+        `SELECT ts FROM ${nameOf(table)}${where} ORDER BY ts DESC LIMIT ${upto - 1}, ${upto}`,
+        p.values,
+      );
+      const oldest = edge.rows[0]?.ts as Date | undefined;
+      const bounded = oldest ? [...conds, `ts >= ${p.add(tsParam(oldest))}`] : conds;
       const cols = ["ts", ...Object.keys(table.columns)];
       const sql =
         `SELECT ${cols.join(", ")} FROM ${nameOf(table)}` +
-        (conds.length ? ` WHERE ${conds.join(" AND ")}` : "") +
+        (bounded.length ? ` WHERE ${bounded.join(" AND ")}` : "") +
         ` ORDER BY ${orderNewestFirst(table)}` +
-        // QuestDB's LIMIT lo, hi takes rows lo+1 .. hi.
-        ` LIMIT ${Math.trunc(q.offset ?? 0)}, ${Math.trunc(q.offset ?? 0) + Math.trunc(q.limit) + 1}`;
+        ` LIMIT ${Math.trunc(q.offset ?? 0)}, ${upto}`;
       const res = await query(sql, p.values);
       return toPage<T>(table, res.rows, q.limit);
     },
