@@ -10,6 +10,7 @@ import {
 } from "../stores/series/tables.js";
 import type { HeartbeatBody } from "./heartbeat-schema.js";
 import { costUsd } from "./pricing.js";
+import { markLateSamples } from "../retention/rollups.js";
 
 /** How far in the future a period may end before it is refused as a clock error. */
 const MAX_CLOCK_SKEW_MS = 5 * 60_000;
@@ -91,6 +92,7 @@ export async function ingestHeartbeat(ctx: AppContext, p: Principal, body: Heart
     });
   }
 
+  const sampled = ts.getTime() >= received.getTime() - MAX_SAMPLE_AGE_MS;
   const healthy = body.gateway.status === "healthy";
   const pidAlive = body.system?.gatewayPidAlive ?? true;
   const available = healthy && pidAlive;
@@ -126,27 +128,27 @@ export async function ingestHeartbeat(ctx: AppContext, p: Principal, body: Heart
       table: availabilitySamples,
       // A heartbeat for a period that ended over a day ago still counts its tokens, but adds no
       // availability sample: days before yesterday are already rolled up and final (README: Retention).
-      rows:
-        ts.getTime() < received.getTime() - MAX_SAMPLE_AGE_MS
-          ? []
-          : [
-              {
-                ts,
-                connection_id: connectionId,
-                available,
-                response_time_ms: body.gateway.latencyMs,
-                reason: available ? null : healthy ? "process_down" : "gateway_unhealthy",
-                error: available
-                  ? null
-                  : healthy
-                    ? "gateway process is not alive"
-                    : `gateway status ${body.gateway.status}`,
-                synthetic: false,
-                source: "heartbeat",
-              },
-            ],
+      rows: !sampled
+        ? []
+        : [
+            {
+              ts,
+              connection_id: connectionId,
+              available,
+              response_time_ms: body.gateway.latencyMs,
+              reason: available ? null : healthy ? "process_down" : "gateway_unhealthy",
+              error: available
+                ? null
+                : healthy
+                  ? "gateway process is not alive"
+                  : `gateway status ${body.gateway.status}`,
+              synthetic: false,
+              source: "heartbeat",
+            },
+          ],
     },
   ]);
+  if (sampled) await markLateSamples(ctx, [{ ts }]);
   await ctx.connectionStatus.markActive(connectionId);
   return { message: "Heartbeat recorded", heartbeat_id: id };
 }

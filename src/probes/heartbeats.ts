@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { AppContext } from "../context.js";
+import { markLateSamples } from "../retention/rollups.js";
 import { availabilitySamples, type RowOf } from "../stores/series/tables.js";
 import { type IncidentContext, openIncident, resolveIncident } from "./incidents.js";
 
@@ -135,7 +136,10 @@ export class HeartbeatMonitor {
         source: "gap_fill",
       });
     }
-    if (rows.length) await this.ctx.stores.series.append(availabilitySamples, rows);
+    if (rows.length) {
+      await this.ctx.stores.series.append(availabilitySamples, rows);
+      await markLateSamples(this.ctx, rows);
+    }
   }
 
   async stop(): Promise<void> {

@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import pLimit from "p-limit";
 import type { AppContext } from "../context.js";
 import type { Plan } from "../identity/plans.js";
+import { markLateSamples } from "../retention/rollups.js";
 import { availabilitySamples } from "../stores/series/tables.js";
 import { type CheckResult, runCheck } from "./checks.js";
 import { createProbeAgent } from "./http.js";
@@ -184,8 +185,9 @@ export class ProbeWorker {
     const at = this.ctx.now();
     // The sample first: if the series store cannot take it, the check is not counted and the
     // lease runs out, so the connection is checked again.
+    const gap = this.gapFill(c, at);
     await this.ctx.stores.series.append(availabilitySamples, [
-      ...this.gapFill(c, at),
+      ...gap,
       {
         ts: at,
         connection_id: c.id,
@@ -198,6 +200,7 @@ export class ProbeWorker {
         source: "probe",
       },
     ]);
+    if (gap.length) await markLateSamples(this.ctx, gap);
     await this.record(c, result, at, sync);
     this.checks++;
   }

@@ -39,8 +39,8 @@ export function listAvailability(ctx: AppContext, p: Principal, q: z.output<type
 /**
  * Per connection: checks, available checks, uptime percent and average response time over the
  * window. `day` is the last 24 hours, from raw samples. `week` and `month` are the last 7 and 30
- * UTC days, today included so far: whole days from the daily rollup (kept 425 days, so the
- * summary outlives raw samples), yesterday and today from raw samples.
+ * UTC days, today included so far: days already rolled up from the daily rollup (kept 425 days,
+ * so the summary outlives raw samples), the rest from raw samples.
  */
 export async function availabilitySummary(ctx: AppContext, p: Principal, q: z.output<typeof summaryQuery>) {
   const scope = await connectionScope(ctx, p, q.connection_id);
@@ -69,7 +69,7 @@ export async function availabilitySummary(ctx: AppContext, p: Principal, q: z.ou
     }
   } else {
     since = new Date(dayStart(until).getTime() - (q.window === "week" ? 6 : 29) * DAY_MS);
-    for (const r of await availabilityByDay(ctx, scope, since, until)) {
+    for (const r of await availabilityByDay(ctx, scope, since, until, "all")) {
       const e = totals.get(r.connection_id) ?? { checks: 0, up: 0, rs: 0, rn: 0 };
       e.checks += r.checks;
       e.up += r.available;

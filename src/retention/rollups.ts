@@ -12,13 +12,6 @@ const DAY_MS = 86_400_000;
 export const dayStart = (d: Date) => new Date(Math.floor(d.getTime() / DAY_MS) * DAY_MS);
 export const monthStart = (d: Date) => new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1));
 
-/**
- * The first day whose availability is always read from raw samples: yesterday (UTC). No writer
- * stores a sample older than a day (probe and heartbeat gap-fill reach back at most a day, and a
- * late heartbeat older than that adds no sample), so days before it are final once rolled up.
- */
-export const rawFrom = (now: Date) => new Date(dayStart(now).getTime() - DAY_MS);
-
 /** The rollup's numbers, aggregated from raw samples. */
 export const SAMPLE_MEASURES = {
   checks: { fn: "count" },
@@ -37,59 +30,101 @@ export const toRollup = (r: AggregateRow): RowOf<typeof availabilityDaily> => ({
 });
 
 /**
- * Rolls raw availability samples up into daily rows, and daily rows into monthly ones, for every
- * day since the newest day already rolled up (at most from yesterday on; on an empty table, from
- * the oldest sample any plan keeps). Idempotent: rows are upserts, so a run repeated or run by two
- * nodes at once writes the same numbers.
+ * What the daily rollup can be trusted for: every day before the one holding `rolledThrough` was
+ * rolled up after it ended, except the `dirty` days, which received a late sample (gap-fill or a
+ * late heartbeat) since. Null `rolledThrough`: nothing rolled up yet.
+ */
+export async function rollupState(ctx: AppContext): Promise<{ rolledThrough: Date | null; dirty: Date[] }> {
+  const r = await ctx.stores.db.query<{ rolled_through: Date | null; dirty: Date[] | null }>(
+    `SELECT (SELECT rolled_through FROM rollup_state WHERE id = 1) AS rolled_through,
+            (SELECT array_agg(day ORDER BY day) FROM rollup_dirty) AS dirty`,
+  );
+  const row = r.rows[0];
+  return {
+    rolledThrough: row?.rolled_through ? new Date(row.rolled_through) : null,
+    dirty: (row?.dirty ?? []).map((d) => new Date(d)),
+  };
+}
+
+/**
+ * Marks the past days that samples just written fall on, so reads take those days from raw
+ * samples until the next rollup run has redone them. Called after the write is acknowledged;
+ * samples of today need no mark.
+ */
+export async function markLateSamples(ctx: AppContext, rows: readonly { ts: Date }[]): Promise<void> {
+  const now = ctx.now();
+  const today = dayStart(now).getTime();
+  const days = new Set<number>();
+  for (const r of rows) if (r.ts.getTime() < today) days.add(dayStart(r.ts).getTime());
+  if (days.size === 0) return;
+  await ctx.stores.db.query(
+    `INSERT INTO rollup_dirty (day, marked_at)
+     SELECT d, $2 FROM unnest($1::timestamptz[]) d
+     ON CONFLICT (day) DO UPDATE SET marked_at = greatest(rollup_dirty.marked_at, excluded.marked_at)`,
+    [[...days].map((d) => new Date(d).toISOString()), now.toISOString()],
+  );
+}
+
+/**
+ * Rolls raw availability samples up into daily rows, and daily rows into monthly ones: from the
+ * day the last run reached (at most from yesterday on, which may still receive gap-fill), and
+ * every day marked dirty; on a first run, from the oldest sample any plan keeps. Waits until
+ * every acknowledged write is visible first, so nothing acknowledged before the run is missed;
+ * then records how far it got and clears the dirty marks it covered. Idempotent: rows are
+ * upserts, so a run repeated or run by two nodes at once writes the same numbers.
  */
 export async function rollUp(
   ctx: AppContext,
   opts: { since?: Date } = {},
 ): Promise<{ days: number; months: number }> {
   const series = ctx.stores.series;
-  const now = ctx.now();
+  const started = ctx.now();
+  const state = await rollupState(ctx);
   let since = opts.since;
   if (!since) {
-    const newest = (await series.page(availabilityDaily, { limit: 1 })).rows[0];
-    since = newest
-      ? new Date(Math.min(newest.ts.getTime(), rawFrom(now).getTime()))
-      : new Date(now.getTime() - MAX_RAW_RETENTION_DAYS * DAY_MS);
+    const candidates = [new Date(dayStart(started).getTime() - DAY_MS), ...state.dirty];
+    if (state.rolledThrough) candidates.push(state.rolledThrough);
+    else candidates.push(new Date(started.getTime() - MAX_RAW_RETENTION_DAYS * DAY_MS));
+    since = new Date(Math.min(...candidates.map((d) => d.getTime())));
   }
   since = dayStart(since);
+  await series.waitVisible();
   const days = (
     await series.aggregate(availabilitySamples, {
       bucket: "day",
       since,
-      until: now,
+      until: started,
       groupBy: ["connection_id"],
       measures: SAMPLE_MEASURES,
     })
   ).map(toRollup);
   if (days.length) await series.append(availabilityDaily, days);
   await series.waitVisible();
-
+  // months from the daily rows, which outlive the raw samples a month's first days may have lost
   const months = (
     await series.aggregate(availabilityDaily, {
       bucket: "month",
       since: monthStart(since),
-      until: now,
+      until: started,
       groupBy: ["connection_id"],
-      measures: {
-        checks: { fn: "sum", column: "checks" },
-        available: { fn: "sum", column: "available" },
-        response_ms_sum: { fn: "sum", column: "response_ms_sum" },
-        response_ms_count: { fn: "sum", column: "response_ms_count" },
-      },
+      measures: ROLLUP_SUMS,
     })
   ).map(toRollup);
   if (months.length) await series.append(availabilityMonthly, months);
+  await series.waitVisible();
+  await ctx.stores.db.query(
+    `INSERT INTO rollup_state (id, rolled_through) VALUES (1, $1)
+     ON CONFLICT (id) DO UPDATE SET rolled_through = greatest(rollup_state.rolled_through, excluded.rolled_through)`,
+    [started.toISOString()],
+  );
+  await ctx.stores.db.query("DELETE FROM rollup_dirty WHERE marked_at <= $1", [started.toISOString()]);
   return { days: days.length, months: months.length };
 }
 
 /** Availability totals of one connection over some span. */
 export interface AvailabilityTotals {
   connection_id: string;
-  /** Start of the UTC day (or month, for rows from the monthly rollup). */
+  /** Start of the UTC day (or month, for rows from the monthly rollup); `since` for totals. */
   bucket: Date;
   checks: number;
   available: number;
@@ -97,63 +132,84 @@ export interface AvailabilityTotals {
   response_ms_count: number;
 }
 
+const ROLLUP_SUMS = {
+  checks: { fn: "sum", column: "checks" },
+  available: { fn: "sum", column: "available" },
+  response_ms_sum: { fn: "sum", column: "response_ms_sum" },
+  response_ms_count: { fn: "sum", column: "response_ms_count" },
+} as const satisfies Record<string, Measure>;
+
 /**
- * Availability per connection and UTC day over [since, until): days before yesterday from the
- * daily rollup, which outlives raw samples; yesterday and today from raw samples, exact to the
- * moment. `since` is taken from the start of its day.
+ * Availability per connection over [since, until), per UTC day (`bucket: "day"`) or as one total
+ * per connection (`"all"`; rows of several spans, to be summed by the caller). Days the rollup
+ * can be trusted for come from the daily rollup, which outlives raw samples; the rest (today,
+ * a day not yet rolled up after it ended, a day with a late sample) from raw samples, so the
+ * numbers are exact to the moment. `since` is taken from the start of its day.
  */
 export async function availabilityByDay(
   ctx: AppContext,
   scope: Filter,
   since: Date,
   until: Date,
+  bucket: "day" | "all" = "day",
 ): Promise<AvailabilityTotals[]> {
-  const split = rawFrom(ctx.now());
   const from = dayStart(since);
-  const out: AvailabilityTotals[] = [];
-  const tasks: Promise<void>[] = [];
-  if (from < split && from < until)
-    tasks.push(
-      ctx.stores.series
-        .page(availabilityDaily, {
-          where: [scope],
-          since: from,
-          until: new Date(Math.min(split.getTime(), until.getTime())),
-          limit: 1_000_000,
-        })
-        .then((p) => {
-          for (const r of p.rows) out.push({ ...r, bucket: r.ts });
-        }),
-    );
-  if (until > split)
-    tasks.push(
-      ctx.stores.series
-        .aggregate(availabilitySamples, {
-          bucket: "day",
-          where: [scope],
-          since: new Date(Math.max(split.getTime(), from.getTime())),
-          until,
-          groupBy: ["connection_id"],
-          measures: SAMPLE_MEASURES,
-        })
-        .then((rows) => {
-          for (const r of rows) {
-            const { ts, ...rest } = toRollup(r);
-            out.push({ ...rest, bucket: ts });
-          }
-        }),
-    );
-  await Promise.all(tasks);
-  return out;
+  const state = await rollupState(ctx);
+  const trusted = state.rolledThrough ? dayStart(state.rolledThrough) : from;
+  const rollupUntil = new Date(Math.min(trusted.getTime(), until.getTime()));
+  // spans read from raw samples: dirty days inside the rolled range, and everything after it
+  const rawSpans: [Date, Date][] = [];
+  const dirty = state.dirty.filter((d) => d >= from && d < rollupUntil);
+  for (const d of dirty) rawSpans.push([d, new Date(d.getTime() + DAY_MS)]);
+  if (until > rollupUntil) rawSpans.push([new Date(Math.max(rollupUntil.getTime(), from.getTime())), until]);
+  // rolled spans: [from, rollupUntil) without the dirty days
+  const rolledSpans: [Date, Date][] = [];
+  let cursor = from;
+  for (const d of [...dirty, rollupUntil]) {
+    if (d > cursor) rolledSpans.push([cursor, d]);
+    cursor = new Date(d.getTime() + DAY_MS);
+  }
+  const series = ctx.stores.series;
+  const parts = await Promise.all([
+    ...rolledSpans.map(([a, b]) =>
+      series.aggregate(availabilityDaily, {
+        bucket,
+        where: [scope],
+        since: a,
+        until: b,
+        groupBy: ["connection_id"],
+        measures: ROLLUP_SUMS,
+      }),
+    ),
+    ...rawSpans.map(([a, b]) =>
+      series.aggregate(availabilitySamples, {
+        bucket,
+        where: [scope],
+        since: a,
+        until: b,
+        groupBy: ["connection_id"],
+        measures: SAMPLE_MEASURES,
+      }),
+    ),
+  ]);
+  return parts.flat().map((r) => {
+    const { ts, ...rest } = toRollup({ ...r, bucket: r.bucket ?? from });
+    return { ...rest, bucket: ts };
+  });
 }
 
 /** Monthly rollup rows over [since, until) (months older than the daily rollup keeps). */
 export async function availabilityByMonth(ctx: AppContext, scope: Filter, since: Date, until: Date) {
-  const p = await ctx.stores.series.page(availabilityMonthly, {
+  const rows = await ctx.stores.series.aggregate(availabilityMonthly, {
+    bucket: "month",
     where: [scope],
     since: monthStart(since),
     until,
-    limit: 1_000_000,
+    groupBy: ["connection_id"],
+    measures: ROLLUP_SUMS,
   });
-  return p.rows.map(({ ts, ...r }): AvailabilityTotals => ({ ...r, bucket: ts }));
+  return rows.map((r): AvailabilityTotals => {
+    const { ts, ...rest } = toRollup(r);
+    return { ...rest, bucket: ts };
+  });
 }

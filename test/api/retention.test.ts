@@ -128,6 +128,39 @@ for (const series of ["pglite", "questdb"] as BackendName[]) {
     t.equal(months.length, 13);
     t.equal(months.find((m) => m.bucket_start === "2026-10-01T00:00:00.000Z")?.sample_count, 31);
 
+    // a late sample (a heartbeat for a period that ended last night) counts at once, before the
+    // next rollup run redoes its day, and after it
+    const before = (
+      await call(ta.app, w.keys.bobOrgB, "GET", `/v1/availability/summary?window=month&connection_id=${OB}`)
+    ).json().data[0];
+    const late = await call(ta.app, w.keys.ingest, "POST", "/v1/gateway/ingest", {
+      type: "heartbeat",
+      gateway: { status: "degraded", latencyMs: 10, version: "1" },
+      tokens: {
+        period: {
+          inputTokens: 1,
+          outputTokens: 1,
+          cacheReadTokens: 0,
+          cacheWriteTokens: 0,
+          requestCount: 1,
+          estimatedCostUsd: 0,
+          startedAt: "2026-11-21T20:00:00Z",
+          endedAt: "2026-11-21T20:01:00Z",
+        },
+      },
+    });
+    t.equal(late.statusCode, 201, late.body);
+    await s.waitVisible();
+    const summaryOB = async () =>
+      (
+        await call(ta.app, w.keys.bobOrgB, "GET", `/v1/availability/summary?window=month&connection_id=${OB}`)
+      ).json().data[0];
+    t.match(await summaryOB(), { checks: before.checks + 1, available_checks: before.available_checks });
+    await rollUp(ta.ctx);
+    await s.waitVisible();
+    t.match(await summaryOB(), { checks: before.checks + 1 }, "and the same once its day is rolled up again");
+    t.same((await db.query("SELECT day FROM rollup_dirty")).rows, [], "the rollup run cleared the mark");
+
     // rollups: daily kept 425 days, monthly 6 years
     const rollupRow = (ts: Date) => ({
       ts,
