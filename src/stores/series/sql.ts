@@ -2,7 +2,6 @@ import type { RelationalStore } from "../relational/types.js";
 import { GroupCommit } from "./group-commit.js";
 import { groupCommitWrites, type WriteItem } from "./writes.js";
 import {
-  afterClause,
   checkGroupBy,
   measureSql,
   orderNewestFirst,
@@ -108,7 +107,13 @@ export function createSqlSeriesStore(db: RelationalStore): SeriesStore {
     async page<T extends SeriesTable>(table: T, q: PageQuery): Promise<Page<RowOf<T>>> {
       const p = new Params();
       const conds = whereClauses(table, q, p, tsParam);
-      if (q.after) conds.push(afterClause(table, q.after, p, tsParam));
+      if (q.after) {
+        // a row-value comparison, which PostgreSQL answers from the (ts, key) primary key
+        // index; the nested OR form QuestDB needs made a deep page scan the table
+        if (q.after.key.length !== table.key.length) throw new Error("cursor key does not match the table");
+        const vals = [tsParam(q.after.ts), ...q.after.key].map((v) => p.add(v));
+        conds.push(`(ts, ${table.key.join(", ")}) < (${vals.join(", ")})`);
+      }
       const cols = ["ts", ...Object.keys(table.columns)];
       const sql =
         `SELECT ${cols.join(", ")} FROM ${table.name}` +
