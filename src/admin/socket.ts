@@ -10,6 +10,10 @@ import { type AdminDeps, type AdminRequest, parseAdminArgs, runAdmin, UsageError
  * command's work: it listens on `VIGIL_DATA_DIR/admin.sock` (mode 0600, so only the folder's
  * owner can use it) and `vigil admin` sends its arguments there.
  */
+/** Admin requests are a command's arguments: 64 KiB is far more than any needs. */
+const MAX_ADMIN_REQUEST = 64 * 1024;
+const TOO_LARGE = "the admin command's arguments are larger than 64 KiB; pass shorter values";
+
 export const adminSocketPath = (dataDir: string) => path.join(dataDir, "admin.sock");
 
 export async function startAdminSocket(
@@ -21,16 +25,25 @@ export async function startAdminSocket(
   fs.rmSync(file, { force: true });
   const server = http.createServer((req, res) => {
     let body = "";
+    let tooLarge = false;
     req.setEncoding("utf8");
     req.on("data", (c: string) => {
+      if (tooLarge) return;
       body += c;
-      if (body.length > 64 * 1024) req.destroy();
+      if (body.length > MAX_ADMIN_REQUEST) {
+        tooLarge = true;
+        body = "";
+      }
     });
     req.on("end", async () => {
       const answer = (status: number, payload: unknown) => {
         res.writeHead(status, { "content-type": "application/json" });
         res.end(JSON.stringify(payload));
       };
+      if (tooLarge) {
+        answer(413, { ok: false, error: TOO_LARGE });
+        return;
+      }
       try {
         const argv = JSON.parse(body) as { argv: string[] };
         const request: AdminRequest = parseAdminArgs(argv.argv);
@@ -58,6 +71,8 @@ export function sendToAdminSocket(
   dataDir: string,
   argv: string[],
 ): Promise<{ ok: boolean; result?: unknown; error?: string }> {
+  const payload = JSON.stringify({ argv });
+  if (Buffer.byteLength(payload) > MAX_ADMIN_REQUEST) return Promise.resolve({ ok: false, error: TOO_LARGE });
   return new Promise((resolve, reject) => {
     const req = http.request(
       {
@@ -84,6 +99,6 @@ export function sendToAdminSocket(
     );
     req.on("error", reject);
     req.on("timeout", () => req.destroy(new Error("the running server did not answer within 30 s")));
-    req.end(JSON.stringify({ argv }));
+    req.end(payload);
   });
 }
