@@ -46,6 +46,9 @@ export async function rollupState(ctx: AppContext): Promise<{ rolledThrough: Dat
   };
 }
 
+const MARK_EVERY_MS = 1000;
+const markedAt = new WeakMap<AppContext, Map<number, number>>();
+
 /**
  * Marks the past days that samples just written fall on, so reads take those days from raw
  * samples until the next rollup run has redone them. Called after the write is acknowledged;
@@ -54,9 +57,19 @@ export async function rollupState(ctx: AppContext): Promise<{ rolledThrough: Dat
 export async function markLateSamples(ctx: AppContext, rows: readonly { ts: Date }[]): Promise<void> {
   const now = ctx.now();
   const today = dayStart(now).getTime();
+  const recent = markedAt.get(ctx) ?? new Map<number, number>();
+  markedAt.set(ctx, recent);
   const days = new Set<number>();
-  for (const r of rows) if (r.ts.getTime() < today) days.add(dayStart(r.ts).getTime());
+  for (const r of rows) {
+    if (r.ts.getTime() >= today) continue;
+    const day = dayStart(r.ts).getTime();
+    // a flood of late samples (a fleet reconnecting after midnight) refreshes a day's mark at
+    // most once a second; the rollup run redoes yesterday every time anyway
+    if (now.getTime() - (recent.get(day) ?? -Infinity) >= MARK_EVERY_MS) days.add(day);
+  }
   if (days.size === 0) return;
+  for (const d of days) recent.set(d, now.getTime());
+  for (const d of recent.keys()) if (d < today - DAY_MS) recent.delete(d);
   await ctx.stores.db.query(
     `INSERT INTO rollup_dirty (day, marked_at)
      SELECT d, $2 FROM unnest($1::timestamptz[]) d
