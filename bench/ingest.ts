@@ -35,6 +35,8 @@ export async function run(config: Config, args: string[]): Promise<void> {
       // one connection per simulated gateway, as a fleet behaves
       connections: { type: "string" },
       "usage-connections": { type: "string", default: "16" },
+      // one part only, e.g. to profile it: heartbeats or usage
+      only: { type: "string" },
     },
   });
   const seconds = Number(values.seconds);
@@ -115,11 +117,13 @@ export async function run(config: Config, args: string[]): Promise<void> {
         mode: "heartbeat",
         keys: ingestKeys,
       });
-    say(`heartbeats: ${connections} concurrent connections, ${seconds} s rounds`);
-    await hbLoad(bareUrl, 2);
     const bareRuns: LoadResult[] = [];
     const hbRuns: LoadResult[] = [];
-    for (let round = 1; round <= 2; round++) {
+    if (values.only !== "usage") {
+      say(`heartbeats: ${connections} concurrent connections, ${seconds} s rounds`);
+      await hbLoad(bareUrl, 2);
+    }
+    for (let round = 1; round <= 2 && values.only !== "usage"; round++) {
       say(`round ${round}: bare route...`);
       bareRuns.push(await hbLoad(bareUrl, seconds));
       say(`round ${round}: POST /v1/gateway/ingest...`);
@@ -146,7 +150,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
         `CREATE TABLE ${rawTable} AS (SELECT * FROM ${prefix}usage_entries WHERE 1 = 0) TIMESTAMP(ts) PARTITION BY DAY WAL`,
       );
     });
-    for (let round = 1; round <= 2; round++) {
+    for (let round = 1; round <= 2 && values.only !== "heartbeats"; round++) {
       say(`round ${round}: raw sender...`);
       rawRates.push(await rawUsage(qdb.httpUrl, rawTable, wfId, usageConnections, seconds));
       say(`round ${round}: POST /v1/usage...`);
@@ -162,11 +166,20 @@ export async function run(config: Config, args: string[]): Promise<void> {
       );
     }
 
-    const best = (runs: LoadResult[]) => runs.reduce((a, b) => (b.rps > a.rps ? b : a));
+    const none: LoadResult = {
+      rps: Number.NaN,
+      p50: Number.NaN,
+      p99: Number.NaN,
+      requests: 0,
+      non2xx: 0,
+      errors: 0,
+    };
+    const best = (runs: LoadResult[]) =>
+      runs.length ? runs.reduce((a, b) => (b.rps > a.rps ? b : a)) : none;
     const hb = best(hbRuns);
     const bb = best(bareRuns);
     const us = best(usageRuns);
-    const raw = Math.max(...rawRates);
+    const raw = rawRates.length ? Math.max(...rawRates) : Number.NaN;
     const bad = hb.non2xx + us.non2xx + hb.errors + us.errors;
     if (bad > 0) say(`warning: ${bad} non-2xx responses or errors during the Vigil runs`);
 
