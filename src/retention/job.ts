@@ -5,7 +5,7 @@ import { rollUp } from "./rollups.js";
 
 const DAY_MS = 86_400_000;
 /** Taken by the node that runs rollups and expiry, so two nodes never rewrite a partition at once. */
-const RETENTION_LOCK = 0x76676c02;
+export const RETENTION_LOCK = 0x76676c02;
 
 /**
  * Removes what retention no longer keeps: raw availability samples past each connection's plan
