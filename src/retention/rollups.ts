@@ -96,7 +96,9 @@ export async function rollUp(
   let since = opts.since;
   if (!since) {
     const candidates = [new Date(dayStart(started).getTime() - DAY_MS), ...state.dirty];
-    if (state.rolledThrough) candidates.push(state.rolledThrough);
+    // the day before the last run's day too: a late sample whose mark a run cleared just before
+    // midnight is still redone by the first run after it
+    if (state.rolledThrough) candidates.push(new Date(state.rolledThrough.getTime() - DAY_MS));
     else candidates.push(new Date(started.getTime() - MAX_RAW_RETENTION_DAYS * DAY_MS));
     since = new Date(Math.min(...candidates.map((d) => d.getTime())));
   }
