@@ -34,16 +34,18 @@ const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon;
 const o = JSON.parse(process.argv[2] as string) as Options;
 
 let next = 0;
-const periods = o.keys.map(() => 0);
-// Periods run one second each, faster than the clock (a gateway sends many a second here), so
-// they start in the past: today's first second, or two hours ago. Today, as live heartbeats are.
-const start = Math.max(Math.floor(Date.now() / 86_400_000) * 86_400_000 + 1000, Date.now() - 2 * 3_600_000);
+// Each gateway reports the period since its previous heartbeat, ending now, as a live daemon
+// does: every heartbeat is a new period and rows arrive in time order, without the
+// out-of-order merges QuestDB would do for periods spread over the past.
+const lastEnd = o.keys.map(() => Date.now() - 1000);
 
 function heartbeat(req: Req): Req {
   const g = next++ % o.keys.length;
-  const i = periods[g]++;
-  const startedAt = new Date(start + (i as number) * 1000).toISOString();
-  const endedAt = new Date(start + ((i as number) + 1) * 1000).toISOString();
+  const begin = lastEnd[g] as number;
+  const end = Math.max(Date.now(), begin + 1);
+  lastEnd[g] = end;
+  const startedAt = new Date(begin).toISOString();
+  const endedAt = new Date(end).toISOString();
   req.headers = { "content-type": "application/json", authorization: `Bearer ${o.keys[g]}` };
   req.body = JSON.stringify({
     type: "heartbeat",
