@@ -1,5 +1,4 @@
 import { parseArgs } from "node:util";
-import pg from "pg";
 import { buildApp } from "../src/app.js";
 import type { Config } from "../src/config.js";
 import { closeContext, createContext } from "../src/context.js";
@@ -14,6 +13,7 @@ import { createSqlSeriesStore } from "../src/stores/series/sql.js";
 import { StoreSupervisor } from "../src/stores/supervisor.js";
 import { type LoadResult, load } from "./lib/load.js";
 import { fmt, table, verdict } from "./lib/report.js";
+import { positiveInt, throwawayDatabase } from "./lib/postgres.js";
 
 /**
  * `vigil bench auth`: requests per second of GET /v1/connections/{id} with a warm API key,
@@ -26,8 +26,8 @@ export async function run(config: Config, args: string[]): Promise<void> {
     args,
     options: { seconds: { type: "string", default: "10" }, connections: { type: "string", default: "50" } },
   });
-  const seconds = Number(values.seconds);
-  const connections = Number(values.connections);
+  const seconds = positiveInt("seconds", values.seconds);
+  const connections = positiveInt("connections", values.connections);
   const log = createLogger("warn");
   const benchConfig: Config = {
     ...config,
@@ -115,23 +115,15 @@ export async function run(config: Config, args: string[]): Promise<void> {
 async function openDb(
   config: Config,
 ): Promise<{ db: RelationalStore; backend: string; drop: () => Promise<void> }> {
-  const adminUrl = config.databaseUrl ?? "postgres://postgres@127.0.0.1:5432/postgres";
-  const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 3000 });
+  let scratch: Awaited<ReturnType<typeof throwawayDatabase>>;
   try {
-    await admin.connect();
+    scratch = await throwawayDatabase(config);
   } catch {
     return { db: await createPgliteStore(), backend: "PGlite (in memory)", drop: async () => {} };
   }
-  const name = `vigil_bench_${Date.now().toString(36)}`;
-  await admin.query(`CREATE DATABASE ${name}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
   return {
-    db: createPgStore({ connectionString: url.toString() }),
+    db: createPgStore({ connectionString: scratch.url }),
     backend: "PostgreSQL",
-    drop: async () => {
-      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.end();
-    },
+    drop: scratch.drop,
   };
 }

@@ -3,7 +3,6 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Sender } from "@questdb/nodejs-client";
 import Fastify from "fastify";
-import pg from "pg";
 import { buildApp } from "../src/app.js";
 import type { Config } from "../src/config.js";
 import { closeContext, createContext } from "../src/context.js";
@@ -15,6 +14,7 @@ import { applyQuestdbSchema, createQuestdbSeriesStore, questdbPool } from "../sr
 import { StoreSupervisor } from "../src/stores/supervisor.js";
 import type { LoadResult } from "./lib/load.js";
 import { benchQuestdb } from "./lib/questdb.js";
+import { positiveInt, throwawayDatabase } from "./lib/postgres.js";
 import { fmt, table, verdict } from "./lib/report.js";
 
 /**
@@ -39,22 +39,18 @@ export async function run(config: Config, args: string[]): Promise<void> {
       only: { type: "string" },
     },
   });
-  const seconds = Number(values.seconds);
-  const gatewayCount = Number(values.gateways);
-  const connections = Number(values.connections ?? values.gateways);
-  const usageConnections = Number(values["usage-connections"]);
+  const seconds = positiveInt("seconds", values.seconds);
+  const gatewayCount = positiveInt("gateways", values.gateways);
+  const connections = positiveInt("connections", values.connections ?? values.gateways);
+  const usageConnections = positiveInt("usage-connections", values["usage-connections"]);
+  if (values.only !== undefined && values.only !== "heartbeats" && values.only !== "usage")
+    throw new Error(`--only must be heartbeats or usage, got ${JSON.stringify(values.only)}`);
   const say = (s: string) => process.stderr.write(`${s}\n`);
 
   const qdb = benchQuestdb(config, say);
-  const adminUrl = config.databaseUrl ?? "postgres://postgres@127.0.0.1:5432/postgres";
-  const dbName = `vigil_bench_${Date.now().toString(36)}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${dbName}`);
-  const dbUrl = new URL(adminUrl);
-  dbUrl.pathname = `/${dbName}`;
-  const db = createPgStore({ connectionString: dbUrl.toString(), max: 10 });
-  const prefix = `${dbName}_`;
+  const scratch = await throwawayDatabase(config);
+  const db = createPgStore({ connectionString: scratch.url, max: 10 });
+  const prefix = `${new URL(scratch.url).pathname.slice(1)}_`;
   const log = createLogger("warn");
   try {
     await migrate(db);
@@ -233,8 +229,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
     await pool.end();
   } finally {
     await db.close();
-    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await admin.end();
+    await scratch.drop();
     qdb.stop();
   }
 }

@@ -1,7 +1,6 @@
 import fs from "node:fs";
 import { parseArgs } from "node:util";
 import pLimit from "p-limit";
-import pg from "pg";
 import { request } from "undici";
 import type { Config } from "../src/config.js";
 import { CredentialBox } from "../src/lib/credentials.js";
@@ -11,6 +10,7 @@ import { createPgStore } from "../src/stores/relational/pg.js";
 import { startWorkflowA } from "../src/sim/workflow-a.js";
 import { CLI_PATH } from "./lib/cli.js";
 import { fmt, table, verdict } from "./lib/report.js";
+import { positiveInt, throwawayDatabase } from "./lib/postgres.js";
 import { spawn } from "node:child_process";
 
 /**
@@ -32,24 +32,23 @@ export async function run(config: Config, args: string[]): Promise<void> {
       origins: { type: "string", default: "25" },
     },
   });
-  const n = Number(values.connections);
-  const seconds = Number(values.seconds);
+  const n = positiveInt("connections", values.connections);
+  const seconds = positiveInt("seconds", values.seconds);
   const latencyMs = Number(values["latency-ms"]);
-  const concurrency = Number(values.concurrency);
+  if (!Number.isFinite(latencyMs) || latencyMs < 0)
+    throw new Error(
+      `--latency-ms must be a number of milliseconds, got ${JSON.stringify(values["latency-ms"])}`,
+    );
+  const concurrency = positiveInt("concurrency", values.concurrency);
+  const originCount = positiveInt("origins", values.origins);
   const say = (s: string) => process.stderr.write(`${s}\n`);
 
   const sims = await Promise.all(
-    Array.from({ length: Number(values.origins) }, () => startWorkflowA({ latencyMs, apiKey: "bench-key" })),
+    Array.from({ length: originCount }, () => startWorkflowA({ latencyMs, apiKey: "bench-key" })),
   );
   const origins = sims.map((x) => x.url);
-  const adminUrl = config.databaseUrl ?? "postgres://postgres@127.0.0.1:5432/postgres";
-  const dbName = `vigil_bench_${Date.now().toString(36)}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${dbName}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${dbName}`;
-  const db = createPgStore({ connectionString: url.toString() });
+  const scratch = await throwawayDatabase(config);
+  const db = createPgStore({ connectionString: scratch.url });
   const secret = "bench-probes-secret-bench-probes-secret!";
   try {
     await migrate(db);
@@ -77,7 +76,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
     const child = spawn(process.execPath, [CLI_PATH, "serve", "--roles", "probe"], {
       env: {
         PATH: process.env.PATH ?? "",
-        DATABASE_URL: url.toString(),
+        DATABASE_URL: scratch.url,
         VIGIL_SECRET: secret,
         PROBE_CONCURRENCY: String(concurrency),
         LOG_LEVEL: "info",
@@ -175,8 +174,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
   } finally {
     await Promise.all(sims.map((x) => x.close()));
     await db.close();
-    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await admin.end();
+    await scratch.drop();
   }
 }
 

@@ -1,5 +1,4 @@
 import { parseArgs } from "node:util";
-import pg from "pg";
 import { request } from "undici";
 import { buildApp } from "../src/app.js";
 import type { Config } from "../src/config.js";
@@ -16,6 +15,7 @@ import { createSqlSeriesStore } from "../src/stores/series/sql.js";
 import type { SeriesStore } from "../src/stores/series/types.js";
 import { StoreSupervisor } from "../src/stores/supervisor.js";
 import { benchQuestdb } from "./lib/questdb.js";
+import { positiveInt, throwawayDatabase } from "./lib/postgres.js";
 import { fmt, table } from "./lib/report.js";
 
 const MINUTE = 60_000;
@@ -64,10 +64,10 @@ export async function run(config: Config, args: string[]): Promise<void> {
       iterations: { type: "string", default: "200" },
     },
   });
-  const nConn = Number(values.connections);
-  const days = Number(values.days);
-  const sqlConn = Number(values["sql-connections"]);
-  const iterations = Number(values.iterations);
+  const nConn = positiveInt("connections", values.connections);
+  const days = positiveInt("days", values.days);
+  const sqlConn = positiveInt("sql-connections", values["sql-connections"]);
+  const iterations = positiveInt("iterations", values.iterations);
   const say = (s: string) => process.stderr.write(`${s}\n`);
   const log = createLogger("warn");
   const benchConfig: Config = {
@@ -77,15 +77,8 @@ export async function run(config: Config, args: string[]): Promise<void> {
   };
 
   const qdb = benchQuestdb(config, say);
-  const admin = new pg.Client({
-    connectionString: config.databaseUrl ?? "postgres://postgres@127.0.0.1:5432/postgres",
-  });
-  await admin.connect();
-  const dbName = `vigil_bench_read_${Date.now().toString(36)}`;
-  await admin.query(`CREATE DATABASE ${dbName}`);
-  const dbUrl = new URL(config.databaseUrl ?? "postgres://postgres@127.0.0.1:5432/postgres");
-  dbUrl.pathname = `/${dbName}`;
-  const db = createPgStore({ connectionString: dbUrl.toString() });
+  const scratch = await throwawayDatabase(config, "bench_read");
+  const db = createPgStore({ connectionString: scratch.url });
   const direct = questdbPool(qdb.pgUrl, 4);
   const cleanups: (() => Promise<unknown>)[] = [];
   try {
@@ -283,8 +276,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
     for (const c of cleanups) await c().catch((e) => say(`cleanup: ${(e as Error).message}`));
     await direct.end();
     await db.close();
-    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await admin.end();
+    await scratch.drop();
     qdb.stop();
   }
 }

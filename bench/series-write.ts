@@ -1,6 +1,5 @@
 import { parseArgs } from "node:util";
 import { Sender } from "@questdb/nodejs-client";
-import pg from "pg";
 import type { Config } from "../src/config.js";
 import { migrate } from "../src/stores/relational/migrate.js";
 import { createPgStore } from "../src/stores/relational/pg.js";
@@ -10,6 +9,7 @@ import { availabilitySamples, type RowOf } from "../src/stores/series/tables.js"
 import type { SeriesStore } from "../src/stores/series/types.js";
 import { benchQuestdb } from "./lib/questdb.js";
 import { fmt, progress, table, verdict } from "./lib/report.js";
+import { positiveInt, throwawayDatabase } from "./lib/postgres.js";
 
 type Sample = RowOf<typeof availabilitySamples>;
 
@@ -28,9 +28,9 @@ export async function run(config: Config, args: string[]): Promise<void> {
       "pg-rows": { type: "string", default: "200000" },
     },
   });
-  const total = Number(values.rows);
-  const batch = Number(values.batch);
-  const pgRows = Number(values["pg-rows"]);
+  const total = positiveInt("rows", values.rows);
+  const batch = positiveInt("batch", values.batch);
+  const pgRows = positiveInt("pg-rows", values["pg-rows"]);
   if (!(total > 0 && batch > 0 && pgRows >= 0))
     throw new Error("--rows, --batch and --pg-rows must be positive numbers");
   const log = (s: string) => process.stderr.write(`${s}\n`);
@@ -171,19 +171,14 @@ async function postgresRate(
   batch: number,
   log: (s: string) => void,
 ): Promise<number | null> {
-  const adminUrl = config.databaseUrl ?? "postgres://postgres@127.0.0.1:5432/postgres";
-  const dbName = `vigil_bench_${Date.now().toString(36)}`;
-  const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 3000 });
+  let scratch: Awaited<ReturnType<typeof throwawayDatabase>>;
   try {
-    await admin.connect();
+    scratch = await throwawayDatabase(config);
   } catch (err) {
-    log(`PostgreSQL not reachable at ${adminUrl} (${(err as Error).message}): sql backend skipped`);
+    log(`${(err as Error).message}: sql backend skipped`);
     return null;
   }
-  await admin.query(`CREATE DATABASE ${dbName}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${dbName}`;
-  const db = createPgStore({ connectionString: url.toString() });
+  const db = createPgStore({ connectionString: scratch.url });
   try {
     await migrate(db);
     const store = createSqlSeriesStore(db);
@@ -194,7 +189,6 @@ async function postgresRate(
     return rate;
   } finally {
     await db.close();
-    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await admin.end();
+    await scratch.drop();
   }
 }
