@@ -198,9 +198,8 @@ async function availabilityBuckets(
   let since = range.since;
   const parts: AvailabilityTotals[] = [];
   if (range.bucket === "month") {
-    const dailyFrom = monthStart(
-      new Date(new Date(ctx.now()).getTime() - DAILY_ROLLUP_DAYS * DAY + 31 * DAY),
-    );
+    // the first month the daily rollup still covers whole
+    const dailyFrom = monthStart(new Date(ctx.now().getTime() - (DAILY_ROLLUP_DAYS - 31) * DAY));
     if (since < dailyFrom) {
       parts.push(...(await availabilityByMonth(ctx, scope, since, dailyFrom)));
       since = dailyFrom;

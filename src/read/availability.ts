@@ -7,7 +7,12 @@ import { connectionScope } from "../usage/scope.js";
 import type { availabilityQuery, summaryQuery } from "./schemas.js";
 import { emptyPage, seriesPage } from "./series-page.js";
 import { retainedScope } from "../retention/policy.js";
-import { availabilityByDay, dayStart, SAMPLE_MEASURES, toRollup } from "../retention/rollups.js";
+import {
+  availabilityByDay,
+  type AvailabilityTotals,
+  availabilityTotals,
+  dayStart,
+} from "../retention/rollups.js";
 
 const DAY_MS = 86_400_000;
 
@@ -28,9 +33,9 @@ export function toSample(r: RowOf<typeof availabilitySamples>) {
 
 export function listAvailability(ctx: AppContext, p: Principal, q: z.output<typeof availabilityQuery>) {
   const filters: Filter[] = [];
-  // never a sample older than the connection's plan keeps, even before the retention job ran
   if (q.is_available !== undefined) filters.push({ column: "available", op: "eq", value: q.is_available });
   if (!q.include_synthetic) filters.push({ column: "synthetic", op: "eq", value: false });
+  // never a sample older than the connection's plan keeps, even before the retention job ran
   return seriesPage(ctx, p, availabilitySamples, "availability", q, filters, toSample, (scope) =>
     retainedScope(ctx.stores.db, scope, ctx.now()),
   );
@@ -46,37 +51,24 @@ export async function availabilitySummary(ctx: AppContext, p: Principal, q: z.ou
   const scope = await connectionScope(ctx, p, q.connection_id);
   if (!scope) return emptyPage(0);
   const until = ctx.now();
-  const totals = new Map<string, { checks: number; up: number; rs: number; rn: number }>();
   let since: Date;
+  let parts: AvailabilityTotals[];
   if (q.window === "day") {
+    // raw samples: every plan keeps at least 7 days, so no retention horizon applies
     since = new Date(until.getTime() - DAY_MS);
-    const rows = await ctx.stores.series.aggregate(availabilitySamples, {
-      bucket: "all",
-      where: [await retainedScope(ctx.stores.db, scope, until)],
-      since,
-      until,
-      groupBy: ["connection_id"],
-      measures: SAMPLE_MEASURES,
-    });
-    for (const r of rows) {
-      const e = toRollup({ ...r, bucket: since });
-      totals.set(e.connection_id, {
-        checks: e.checks,
-        up: e.available,
-        rs: e.response_ms_sum,
-        rn: e.response_ms_count,
-      });
-    }
+    parts = await availabilityTotals(ctx, availabilitySamples, scope, since, until, "all");
   } else {
     since = new Date(dayStart(until).getTime() - (q.window === "week" ? 6 : 29) * DAY_MS);
-    for (const r of await availabilityByDay(ctx, scope, since, until, "all")) {
-      const e = totals.get(r.connection_id) ?? { checks: 0, up: 0, rs: 0, rn: 0 };
-      e.checks += r.checks;
-      e.up += r.available;
-      e.rs += r.response_ms_sum;
-      e.rn += r.response_ms_count;
-      totals.set(r.connection_id, e);
-    }
+    parts = await availabilityByDay(ctx, scope, since, until, "all");
+  }
+  const totals = new Map<string, { checks: number; up: number; rs: number; rn: number }>();
+  for (const r of parts) {
+    const e = totals.get(r.connection_id) ?? { checks: 0, up: 0, rs: 0, rn: 0 };
+    e.checks += r.checks;
+    e.up += r.available;
+    e.rs += r.response_ms_sum;
+    e.rn += r.response_ms_count;
+    totals.set(r.connection_id, e);
   }
   const data = [...totals]
     .filter(([, e]) => e.checks > 0)

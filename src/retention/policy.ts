@@ -10,8 +10,6 @@ export const DAILY_ROLLUP_DAYS = 425;
 export const MONTHLY_ROLLUP_YEARS = 6;
 /** The longest raw retention of any plan: what a connection unknown to Postgres never exceeds. */
 export const MAX_RAW_RETENTION_DAYS = Math.max(...Object.values(RAW_RETENTION_DAYS));
-/** The shortest: a connection that no longer exists keeps its samples this long. */
-export const MIN_RAW_RETENTION_DAYS = Math.min(...Object.values(RAW_RETENTION_DAYS));
 
 /** The plan of each connection's account (the organization's for an organization connection). */
 export async function connectionPlans(

@@ -184,47 +184,40 @@ export async function availabilityByDay(
     if (d > cursor) rolledSpans.push([cursor, d]);
     cursor = new Date(d.getTime() + DAY_MS);
   }
-  const series = ctx.stores.series;
   const parts = await Promise.all([
-    ...rolledSpans.map(([a, b]) =>
-      series.aggregate(availabilityDaily, {
-        bucket,
-        where: [scope],
-        since: a,
-        until: b,
-        groupBy: ["connection_id"],
-        measures: ROLLUP_SUMS,
-      }),
-    ),
-    ...rawSpans.map(([a, b]) =>
-      series.aggregate(availabilitySamples, {
-        bucket,
-        where: [scope],
-        since: a,
-        until: b,
-        groupBy: ["connection_id"],
-        measures: SAMPLE_MEASURES,
-      }),
-    ),
+    ...rolledSpans.map(([a, b]) => availabilityTotals(ctx, availabilityDaily, scope, a, b, bucket)),
+    ...rawSpans.map(([a, b]) => availabilityTotals(ctx, availabilitySamples, scope, a, b, bucket)),
   ]);
-  return parts.flat().map((r) => {
-    const { ts, ...rest } = toRollup({ ...r, bucket: r.bucket ?? from });
-    return { ...rest, bucket: ts };
-  });
+  return parts.flat();
 }
 
 /** Monthly rollup rows over [since, until) (months older than the daily rollup keeps). */
-export async function availabilityByMonth(ctx: AppContext, scope: Filter, since: Date, until: Date) {
-  const rows = await ctx.stores.series.aggregate(availabilityMonthly, {
-    bucket: "month",
+export function availabilityByMonth(ctx: AppContext, scope: Filter, since: Date, until: Date) {
+  return availabilityTotals(ctx, availabilityMonthly, scope, monthStart(since), until, "month");
+}
+
+/**
+ * Availability totals per connection and bucket over [since, until) from raw samples or from a
+ * rollup table (summing its rows); a total over the whole span (`all`) is dated `since`.
+ */
+export async function availabilityTotals(
+  ctx: AppContext,
+  table: typeof availabilitySamples | typeof availabilityDaily,
+  scope: Filter,
+  since: Date,
+  until: Date,
+  bucket: "day" | "month" | "all",
+): Promise<AvailabilityTotals[]> {
+  const rows = await ctx.stores.series.aggregate(table, {
+    bucket,
     where: [scope],
-    since: monthStart(since),
+    since,
     until,
     groupBy: ["connection_id"],
-    measures: ROLLUP_SUMS,
+    measures: table === availabilitySamples ? SAMPLE_MEASURES : ROLLUP_SUMS,
   });
-  return rows.map((r): AvailabilityTotals => {
-    const { ts, ...rest } = toRollup(r);
+  return rows.map((r) => {
+    const { ts, ...rest } = toRollup({ ...r, bucket: r.bucket ?? since });
     return { ...rest, bucket: ts };
   });
 }
