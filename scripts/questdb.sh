@@ -8,7 +8,7 @@
 #
 # Environment: QUESTDB_DIR (data, config, pid and log; default ./.questdb), QUESTDB_HTTP_PORT
 # (9000), QUESTDB_PG_PORT (8812), QUESTDB_ILP_PORT (9009), QUESTDB_HTTP_MIN_PORT (9003),
-# QUESTDB_HEAP (2g), JAVA_HOME (a JDK 17 or newer; default: java on PATH).
+# QUESTDB_HEAP (2g), QUESTDB_LOG_LEVEL (ERROR,CRITICAL,ADVISORY; INFO to see every commit), JAVA_HOME (a JDK 17 or newer; default: java on PATH).
 set -euo pipefail
 
 # The one place the QuestDB version is pinned (docker-compose.yml must match; a test checks it).
@@ -69,7 +69,27 @@ telemetry.hide.tables=true
 # Tables are created by Vigil's DDL; ILP must not invent them with guessed types.
 line.auto.create.new.tables=false
 line.auto.create.new.columns=false
+# Sized for a small host that QuestDB shares with Vigil (and, here, with tests and load
+# generators). QuestDB's workers spin with sched_yield while waiting for work; under a steady
+# stream of small ILP commits that spinning took a whole core on 2 cores and starved Vigil.
+# One worker per pool, and a 1 ms nap after 20 idle loops, halved QuestDB's CPU per heartbeat
+# (bench/ingest.ts). On a dedicated many-core QuestDB host, drop these lines.
+shared.worker.count=1
+wal.apply.worker.count=1
+shared.worker.yield.threshold=10
+shared.worker.nap.threshold=20
+shared.worker.sleep.threshold=1000
+wal.apply.worker.yield.threshold=10
+wal.apply.worker.nap.threshold=20
+wal.apply.worker.sleep.threshold=1000
 CONF
+  # INFO logs several lines per WAL commit; under steady ingest that formatting and writing
+  # cost QuestDB a sixth of a core. QUESTDB_LOG_LEVEL=INFO brings them back for debugging.
+  cat > "$DIR/conf/log.conf" <<LOGCONF
+writers=stdout
+w.stdout.class=io.questdb.log.LogConsoleWriter
+w.stdout.level=${QUESTDB_LOG_LEVEL:-ERROR,CRITICAL,ADVISORY}
+LOGCONF
   say "starting QuestDB $QUESTDB_VERSION (data in $DIR)"
   nohup "$java" -Xms256m -Xmx"$HEAP" -XX:+UseParallelGC \
     -p "$JAR" -m io.questdb/io.questdb.ServerMain -d "$DIR" >"$LOG" 2>&1 &
