@@ -156,6 +156,44 @@ for (const backend of ALL_BACKENDS) {
       t.equal(m?.cost_source, "priced");
     });
 
+    await t.test("text that needs escaping round-trips in symbols and strings", async (t) => {
+      const tricky = [
+        "with space",
+        "a,b=c",
+        'quote " inside',
+        "back\\slash\\",
+        "new\nline\rreturn",
+        "unicode ✓ ünï 日本",
+        '{"gatewayPidAlive":true,"load":[0.5, 1]}',
+        "trailing\\ ",
+      ];
+      const base = MONDAY + 70 * DAY;
+      await series.append(
+        availabilitySamples,
+        tricky.map((v, i) => ({
+          ts: new Date(base + i),
+          connection_id: `conn ${v}`,
+          available: false,
+          response_time_ms: null,
+          reason: v,
+          error: v,
+          synthetic: false,
+          source: "probe",
+        })),
+      );
+      await series.waitVisible();
+      const page = await series.page(availabilitySamples, {
+        since: new Date(base),
+        until: new Date(base + tricky.length),
+        limit: 100,
+      });
+      const got = page.rows.map((r) => [r.connection_id, r.reason, r.error]).reverse();
+      t.same(
+        got,
+        tricky.map((v) => [`conn ${v}`, v, v]),
+      );
+    });
+
     await t.test("a write on an existing key replaces the row (idempotent upsert)", async (t) => {
       const at = MONDAY + 7 * DAY;
       await series.append(executions, [

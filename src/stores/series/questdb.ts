@@ -1,11 +1,10 @@
 import fs from "node:fs";
 import path from "node:path";
-import { Sender } from "@questdb/nodejs-client";
 import pg from "pg";
 import { sqlDir } from "../../lib/paths.js";
 import { GroupCommit } from "./group-commit.js";
 import { groupCommitWrites, type WriteItem } from "./writes.js";
-import { installFastEscape } from "./ilp-escape.js";
+import { IlpHttp, IlpRejectedError, type LineEncoder, lineEncoder } from "./ilp.js";
 import { expireQuestdbTable } from "./questdb-expire.js";
 import { toAggregateRow, toPage } from "./sql.js";
 import {
@@ -16,7 +15,7 @@ import {
   Params,
   whereClauses,
 } from "./sql-builders.js";
-import { type ColumnType, type RowOf, type SeriesTable, seriesTables, type TableDef } from "./tables.js";
+import { type RowOf, type SeriesTable, seriesTables, type TableDef } from "./tables.js";
 import {
   type AggregateQuery,
   type AggregateRow,
@@ -59,16 +58,6 @@ export function questdbPool(pgUrl: string, max = 4): pg.Pool {
   return pool;
 }
 
-function senderConfig(httpUrl: string, timeoutMs: number): string {
-  const u = new URL(httpUrl);
-  const scheme = u.protocol === "https:" ? "https" : "http";
-  const port = u.port || (scheme === "https" ? "443" : "9000");
-  let conf = `${scheme}::addr=${u.hostname}:${port};auto_flush=off;request_timeout=${timeoutMs};retry_timeout=1000;`;
-  if (u.username)
-    conf += `username=${decodeURIComponent(u.username)};password=${decodeURIComponent(u.password)};`;
-  return conf;
-}
-
 /** Statements of the `sql/questdb/*.sql` files in order, table names prefixed. */
 export function questdbDdl(prefix = ""): string[] {
   const dir = path.join(sqlDir, "questdb");
@@ -92,38 +81,7 @@ export async function applyQuestdbSchema(pool: pg.Pool, prefix = ""): Promise<vo
   for (const stmt of questdbDdl(prefix)) await pool.query(stmt);
 }
 
-type ColumnWriter = (sender: Sender, col: string, v: unknown) => void;
-
-const writers: Record<Exclude<ColumnType, "symbol">, ColumnWriter> = {
-  string: (s, c, v) => s.stringColumn(c, v as string),
-  boolean: (s, c, v) => s.booleanColumn(c, v as boolean),
-  double: (s, c, v) => s.floatColumn(c, v as number),
-  long: (s, c, v) => s.intColumn(c, v as number),
-  timestamp: (s, c, v) => s.timestampColumn(c, (v as Date).getTime(), "ms"),
-};
-
-/** Per table, computed once: symbol columns (ILP wants them first), then the others with their writer. */
-function rowWriter(name: string, table: TableDef) {
-  const entries = Object.entries(table.columns);
-  const symbols = entries.filter(([, d]) => d.type === "symbol").map(([c]) => c);
-  const others = entries
-    .filter(([, d]) => d.type !== "symbol")
-    .map(([c, d]) => [c, writers[d.type as Exclude<ColumnType, "symbol">]] as const);
-  return (sender: Sender, row: Record<string, unknown>): Promise<void> => {
-    sender.table(name);
-    for (const col of symbols) {
-      const v = row[col];
-      if (v != null) sender.symbol(col, v);
-    }
-    for (const [col, write] of others) {
-      const v = row[col];
-      if (v != null) write(sender, col, v);
-    }
-    return sender.at((row.ts as Date).getTime(), "ms");
-  };
-}
-
-const isDataError = (err: unknown) => /statusCode=4\d\d/.test(String((err as Error)?.message));
+const isDataError = (err: unknown) => err instanceof IlpRejectedError;
 
 /** The QuestDB store; its table prefix is exposed for tests and tools that inspect the tables. */
 export interface QuestdbSeriesStore extends SeriesStore {
@@ -133,31 +91,29 @@ export interface QuestdbSeriesStore extends SeriesStore {
 export async function createQuestdbSeriesStore(opts: QuestdbOptions): Promise<QuestdbSeriesStore> {
   const prefix = opts.tablePrefix ?? "";
   const pool = questdbPool(opts.pgUrl);
-  const conf = senderConfig(opts.httpUrl, opts.requestTimeoutMs ?? 10_000);
-  const senders: Sender[] = [];
+  const writers = opts.writers ?? 1;
+  const ilp = new IlpHttp({
+    httpUrl: opts.httpUrl,
+    requestTimeoutMs: opts.requestTimeoutMs ?? 10_000,
+    retryTimeoutMs: 1_000,
+    connections: writers,
+  });
   const nameOf = (t: TableDef) => prefix + t.name;
-  const rowWriters = new Map(Object.values(seriesTables).map((t) => [t.name, rowWriter(nameOf(t), t)]));
+  const encoders = new Map(Object.values(seriesTables).map((t) => [t.name, lineEncoder(nameOf(t), t)]));
 
   const commit = new GroupCommit<WriteItem>({
     // One flush at a time: while it is out, callers pile up into the next one, so requests are
     // fewer and larger. Measured on 2 cores: two writers made smaller flushes and less throughput.
-    maxInFlight: opts.writers ?? 1,
+    maxInFlight: writers,
     maxItems: 100_000,
     isDataError,
-    flush: async (items, slot) => {
-      let sender = senders[slot];
+    flush: async (items) => {
+      let text = "";
+      for (const it of items) text += (encoders.get(it.table.name) as LineEncoder)(it.row);
       try {
-        if (!sender) {
-          sender = await Sender.fromConfig(conf);
-          installFastEscape(sender);
-          senders[slot] = sender;
-        }
-        for (const it of items)
-          await (rowWriters.get(it.table.name) as ReturnType<typeof rowWriter>)(sender, it.row);
-        // Resolves when QuestDB answered 2xx: the rows are committed to the table's WAL.
-        await sender.flush();
+        // Resolves when QuestDB answered 204: the rows are committed to the tables' WAL.
+        await ilp.write(text);
       } catch (err) {
-        sender?.reset();
         if (isDataError(err)) throw err;
         throw new SeriesUnavailableError("questdb", `QuestDB write failed: ${(err as Error).message}`, {
           cause: err,
@@ -289,7 +245,7 @@ export async function createQuestdbSeriesStore(opts: QuestdbOptions): Promise<Qu
 
     async close() {
       await commit.drain();
-      await Promise.all(senders.map((s) => s.close().catch(() => {})));
+      await ilp.close().catch(() => {});
       await pool.end();
     },
   };
