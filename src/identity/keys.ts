@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from "node:crypto";
+import { hash, randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import type { Queryable, RelationalStore } from "../stores/relational/types.js";
 import { API_RATE_LIMIT_PER_HOUR, INGEST_RATE_LIMIT_PER_HOUR, type Plan } from "./plans.js";
@@ -15,7 +15,7 @@ export function generateKey(kind: KeyKind): string {
   return `${kind === "usage_ingestion" ? "vgi" : "vgl"}_${randomBytes(24).toString("base64url")}`;
 }
 
-export const hashKey = (key: string) => createHash("sha256").update(key).digest("hex");
+export const hashKey = (key: string) => hash("sha256", key, "hex");
 
 export async function insertKey(
   tx: Queryable,

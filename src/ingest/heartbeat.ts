@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { ApiError } from "../api/errors.js";
 import type { AppContext } from "../context.js";
 import type { Principal } from "../identity/principal.js";
@@ -43,13 +43,11 @@ export async function heartbeatIdentity(
 ): Promise<{ id: string; ts: Date }> {
   const period = body.tokens?.period;
   if (!period) {
-    const digest = createHash("sha256")
-      .update(`body\n${connectionId}\n${canonical(body)}`)
-      .digest("hex");
+    const digest = hash("sha256", `body\n${connectionId}\n${canonical(body)}`, "hex");
     return ctx.heartbeatRepeats.place(connectionId, digest, received);
   }
   const material = `period\n${connectionId}\n${new Date(period.startedAt).toISOString()}\n${new Date(period.endedAt).toISOString()}`;
-  const id = `hb_${createHash("sha256").update(material).digest("hex").slice(0, 32)}`;
+  const id = `hb_${hash("sha256", material, "hex").slice(0, 32)}`;
   return { id, ts: new Date(period.endedAt) };
 }
 

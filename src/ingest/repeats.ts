@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import type { SeriesStore } from "../stores/series/types.js";
 import { gatewayHeartbeats } from "../stores/series/tables.js";
 
@@ -6,7 +6,7 @@ import { gatewayHeartbeats } from "../stores/series/tables.js";
 export const REPEAT_WINDOW_SECONDS = 60;
 
 const idFor = (digest: string, second: number) =>
-  `hb_${createHash("sha256").update(`${digest}\n${second}`).digest("hex").slice(0, 32)}`;
+  `hb_${hash("sha256", `${digest}\n${second}`, "hex").slice(0, 32)}`;
 
 /**
  * Where a heartbeat without a token period belongs. Such a heartbeat has no time of its own, so
