@@ -1,20 +1,15 @@
 import { Sender } from "@questdb/nodejs-client";
 import t from "tap";
-import { escapeTag, lineEncoder, quoteString } from "../../src/stores/series/ilp.js";
+import {
+  escapeTag,
+  IlpAuthError,
+  IlpHttp,
+  IlpRejectedError,
+  lineEncoder,
+  quoteString,
+} from "../../src/stores/series/ilp.js";
 import { type ColumnType, seriesTables } from "../../src/stores/series/tables.js";
-
-const awkward = [
-  "plain",
-  "8b1f5f9e-0c3a-4d6f-9a57-2f0e6c1d1a11",
-  "with space",
-  "a,b=c",
-  'quote " inside',
-  "back\\slash\\",
-  "new\nline\rreturn",
-  "unicode ✓ ünï 日本",
-  '{"gatewayPidAlive":true,"load":[0.5, 1]}',
-  "",
-];
+import { AWKWARD_TEXT } from "../helpers/awkward-text.js";
 
 /** The same row through @questdb/nodejs-client's text protocol (v1), no server involved. */
 async function clientBytes(
@@ -58,7 +53,7 @@ t.test("lines are byte-identical to the QuestDB client's text protocol", async (
   let i = 0;
   for (const table of Object.values(seriesTables)) {
     const encode = lineEncoder(`p_${table.name}`, table);
-    for (const text of awkward) {
+    for (const text of AWKWARD_TEXT) {
       const row = rowFor(table.columns, text, i++);
       const expected = await clientBytes(sender, `p_${table.name}`, table.columns, row);
       t.equal(encode(row), expected.toString("utf8"), `${table.name} with ${JSON.stringify(text)}`);
@@ -78,4 +73,47 @@ t.test("escaping", async (t) => {
   t.equal(escapeTag("nothing-to-do"), "nothing-to-do");
   t.equal(quoteString('say "hi", a=b\\'), '"say \\"hi\\", a=b\\\\"');
   t.equal(quoteString(""), '""');
+});
+
+t.test("answers are classified: 204 done, 401 credentials, 400 data, 503 retried", async (t) => {
+  // A stand-in for QuestDB's HTTP answers only; the real server is covered by the series tests.
+  const { createServer } = await import("node:http");
+  const answers: number[] = [];
+  let calls = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      calls++;
+      const status = answers.shift() ?? 204;
+      res.writeHead(status, { "content-type": "application/json" });
+      res.end(status === 204 ? undefined : JSON.stringify({ code: "x", message: `status ${status}` }));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const port = (server.address() as { port: number }).port;
+  const ilp = new IlpHttp({
+    httpUrl: `http://u:p@127.0.0.1:${port}`,
+    requestTimeoutMs: 2000,
+    retryTimeoutMs: 500,
+    connections: 1,
+  });
+  t.teardown(async () => {
+    await ilp.close();
+    server.close();
+  });
+
+  await ilp.write("t a=1i 1\n");
+  t.equal(calls, 1, "204: one request");
+
+  answers.push(401);
+  await t.rejects(ilp.write("t a=1i 1\n"), IlpAuthError, "401 names the credentials");
+  answers.push(400);
+  await t.rejects(ilp.write("t a=1i 1\n"), IlpRejectedError, "400 is a data error");
+  calls = 0;
+  answers.push(503, 503);
+  await ilp.write("t a=1i 1\n");
+  t.equal(calls, 3, "503 is retried until it succeeds");
+  answers.push(...Array(100).fill(503));
+  await t.rejects(ilp.write("t a=1i 1\n"), /503/, "gives up after the retry timeout");
+  answers.length = 0;
 });

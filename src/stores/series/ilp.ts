@@ -83,6 +83,14 @@ export class IlpRejectedError extends Error {
   }
 }
 
+/** QuestDB refused the credentials: the store is unusable until the configuration changes. */
+export class IlpAuthError extends Error {
+  constructor(statusCode: number) {
+    super(`QuestDB refused the credentials (HTTP ${statusCode}); check the user and password in QUESTDB_URL`);
+    this.name = "IlpAuthError";
+  }
+}
+
 /** Statuses after which the same request may succeed (as @questdb/nodejs-client retries). */
 const RETRIABLE = new Set([500, 503, 504, 507, 509, 523, 524, 529, 599]);
 
@@ -139,10 +147,11 @@ export class IlpHttp {
           return;
         }
         const answer = await res.body.text();
+        if (res.statusCode === 401 || res.statusCode === 403) throw new IlpAuthError(res.statusCode);
         if (!RETRIABLE.has(res.statusCode)) throw new IlpRejectedError(res.statusCode, answer);
         retriable = new Error(`QuestDB answered ${res.statusCode}: ${answer.slice(0, 1000)}`);
       } catch (err) {
-        if (err instanceof IlpRejectedError) throw err;
+        if (err instanceof IlpRejectedError || err instanceof IlpAuthError) throw err;
         retriable = err as Error;
       }
       if (Date.now() + delay > deadline) throw retriable;
