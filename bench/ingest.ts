@@ -12,6 +12,7 @@ import { migrate } from "../src/stores/relational/migrate.js";
 import { createPgStore } from "../src/stores/relational/pg.js";
 import { applyQuestdbSchema, createQuestdbSeriesStore, questdbPool } from "../src/stores/series/questdb.js";
 import { StoreSupervisor } from "../src/stores/supervisor.js";
+import { listenerPid, ownCpuSeconds, processCpuSeconds } from "./lib/cpu.js";
 import type { LoadResult } from "./lib/load.js";
 import { benchQuestdb } from "./lib/questdb.js";
 import { positiveInt, throwawayDatabase } from "./lib/postgres.js";
@@ -105,6 +106,22 @@ export async function run(config: Config, args: string[]): Promise<void> {
     );
     const bareUrl = await bare.listen({ host: "127.0.0.1", port: 0 });
 
+    // CPU per request of each process sharing the machine: this one (Vigil or the bare route),
+    // QuestDB (when it runs here) and the load generator. Throughput on a shared 2-core host moves
+    // ±15% between runs; CPU per request is the steadier figure to compare changes with.
+    const qdbPid = listenerPid(qdb.httpUrl);
+    const measured = async (run: Promise<LoadRun>): Promise<Measured> => {
+      const server0 = ownCpuSeconds();
+      const store0 = processCpuSeconds(qdbPid);
+      const r = await run;
+      const perReq = (s: number) => (s * 1e6) / Math.max(1, r.requests);
+      return {
+        ...r,
+        serverUs: perReq(ownCpuSeconds() - server0),
+        storeUs: perReq(processCpuSeconds(qdbPid) - store0),
+        loadUs: perReq(r.cpuSeconds),
+      };
+    };
     const hbLoad = (url: string, secs: number) =>
       loadProcess({
         url: `${url}/v1/gateway/ingest`,
@@ -113,17 +130,17 @@ export async function run(config: Config, args: string[]): Promise<void> {
         mode: "heartbeat",
         keys: ingestKeys,
       });
-    const bareRuns: LoadResult[] = [];
-    const hbRuns: LoadResult[] = [];
+    const bareRuns: Measured[] = [];
+    const hbRuns: Measured[] = [];
     if (values.only !== "usage") {
       say(`heartbeats: ${connections} concurrent connections, ${seconds} s rounds`);
       await hbLoad(bareUrl, 2);
     }
     for (let round = 1; round <= 2 && values.only !== "usage"; round++) {
       say(`round ${round}: bare route...`);
-      bareRuns.push(await hbLoad(bareUrl, seconds));
+      bareRuns.push(await measured(hbLoad(bareUrl, seconds)));
       say(`round ${round}: POST /v1/gateway/ingest...`);
-      hbRuns.push(await hbLoad(vigilUrl, seconds));
+      hbRuns.push(await measured(hbLoad(vigilUrl, seconds)));
     }
 
     const batch = JSON.stringify(
@@ -137,7 +154,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
       })),
     );
     say(`usage: batches of 100, ${usageConnections} concurrent connections`);
-    const usageRuns: LoadResult[] = [];
+    const usageRuns: Measured[] = [];
     const rawRates: number[] = [];
     const rawTable = `${prefix}raw_usage`;
     await pool.query(`CREATE TABLE ${rawTable} (LIKE ${prefix}usage_entries)`).catch(async () => {
@@ -151,27 +168,32 @@ export async function run(config: Config, args: string[]): Promise<void> {
       rawRates.push(await rawUsage(qdb.httpUrl, rawTable, wfId, usageConnections, seconds));
       say(`round ${round}: POST /v1/usage...`);
       usageRuns.push(
-        await loadProcess({
-          url: `${vigilUrl}/v1/usage`,
-          connections: usageConnections,
-          seconds,
-          mode: "usage",
-          keys: [key],
-          body: batch,
-        }),
+        await measured(
+          loadProcess({
+            url: `${vigilUrl}/v1/usage`,
+            connections: usageConnections,
+            seconds,
+            mode: "usage",
+            keys: [key],
+            body: batch,
+          }),
+        ),
       );
     }
 
-    const none: LoadResult = {
+    const none: Measured = {
       rps: Number.NaN,
       p50: Number.NaN,
       p99: Number.NaN,
       requests: 0,
       non2xx: 0,
       errors: 0,
+      cpuSeconds: Number.NaN,
+      serverUs: Number.NaN,
+      storeUs: Number.NaN,
+      loadUs: Number.NaN,
     };
-    const best = (runs: LoadResult[]) =>
-      runs.length ? runs.reduce((a, b) => (b.rps > a.rps ? b : a)) : none;
+    const best = (runs: Measured[]) => (runs.length ? runs.reduce((a, b) => (b.rps > a.rps ? b : a)) : none);
     const hb = best(hbRuns);
     const bb = best(bareRuns);
     const us = best(usageRuns);
@@ -212,6 +234,26 @@ export async function run(config: Config, args: string[]): Promise<void> {
       ),
     );
     console.log(
+      `\nCPU per request, in microseconds of one core, in the rounds shown above (${qdbPid ? `QuestDB pid ${qdbPid}` : "QuestDB not on this host: n/a"})\n`,
+    );
+    const cpuRow = (label: string, m: Measured) => [
+      label,
+      fmt(m.serverUs),
+      fmt(m.storeUs),
+      fmt(m.loadUs),
+      fmt(m.serverUs + (Number.isFinite(m.storeUs) ? m.storeUs : 0) + m.loadUs),
+    ];
+    console.log(
+      table(
+        ["path", "server", "QuestDB", "load generator", "total"],
+        [
+          cpuRow("bare Fastify route", bb),
+          cpuRow("POST /v1/gateway/ingest", hb),
+          cpuRow("POST /v1/usage (per batch of 100)", us),
+        ],
+      ),
+    );
+    console.log(
       `\nheartbeats / bare route = ${fmt(hb.rps / bb.rps, 2)}: ${verdict(hb.rps / bb.rps, 0.5)}; p99 ${fmt(hb.p99, 1)} ms (target < 50 ms)`,
     );
     console.log(
@@ -234,14 +276,17 @@ export async function run(config: Config, args: string[]): Promise<void> {
   }
 }
 
-function loadProcess(opts: Record<string, unknown>): Promise<LoadResult> {
+type LoadRun = LoadResult & { cpuSeconds: number };
+type Measured = LoadRun & { serverUs: number; storeUs: number; loadUs: number };
+
+function loadProcess(opts: Record<string, unknown>): Promise<LoadRun> {
   const script = fileURLToPath(new URL("./lib/ingest-load.js", import.meta.url));
   return new Promise((resolve, reject) => {
     execFile(
       process.execPath,
       [script, JSON.stringify(opts)],
       { maxBuffer: 16 * 1024 * 1024 },
-      (err, stdout) => (err ? reject(err) : resolve(JSON.parse(stdout) as LoadResult)),
+      (err, stdout) => (err ? reject(err) : resolve(JSON.parse(stdout) as LoadRun)),
     );
   });
 }

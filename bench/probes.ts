@@ -9,6 +9,7 @@ import { migrate } from "../src/stores/relational/migrate.js";
 import { createPgStore } from "../src/stores/relational/pg.js";
 import { startWorkflowA } from "../src/sim/workflow-a.js";
 import { CLI_PATH } from "./lib/cli.js";
+import { processCpuSeconds } from "./lib/cpu.js";
 import { fmt, table, verdict } from "./lib/report.js";
 import { positiveInt, throwawayDatabase } from "./lib/postgres.js";
 import { spawn } from "node:child_process";
@@ -99,10 +100,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
       }
     });
     child.stderr.on("data", () => {});
-    const cpu = () => {
-      const f = fs.readFileSync(`/proc/${child.pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-      return (Number(f[11]) + Number(f[12])) / 100; // utime + stime, in seconds (USER_HZ = 100)
-    };
+    const cpu = () => processCpuSeconds(child.pid);
     await new Promise((r) => setTimeout(r, 3_000));
     const cpu0 = cpu();
     const t0 = Date.now();

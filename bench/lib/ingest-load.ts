@@ -95,6 +95,8 @@ autocannon(
         requests: r.requests.total,
         non2xx: r.non2xx,
         errors: r.errors,
+        // this process's CPU for the whole run, so the bench can show the load generator's share
+        cpuSeconds: (process.cpuUsage().user + process.cpuUsage().system) / 1e6,
       }),
     );
   },
