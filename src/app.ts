@@ -1,7 +1,9 @@
 import { randomUUID } from "node:crypto";
+import type pino from "pino";
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from "fastify";
 import { ApiError, type ErrorStyle, renderError, unavailable } from "./api/errors.js";
 import { registerAuth } from "./api/auth.js";
+import { LazyChildLogger } from "./lib/logger.js";
 import { openApiDocument } from "./api/openapi.js";
 import { connectionRoutes } from "./api/routes/connections.js";
 import { healthRoutes } from "./api/routes/health.js";
@@ -76,6 +78,8 @@ export function toApiError(err: unknown, bodyLimit?: number): ApiError {
 export async function buildApp(ctx: AppContext, opts: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.log as FastifyBaseLogger,
+    childLoggerFactory: (logger, bindings, opts) =>
+      new LazyChildLogger(logger as pino.Logger, bindings, opts) as unknown as FastifyBaseLogger,
     bodyLimit: opts.bodyLimit ?? 1024 * 1024,
     requestIdHeader: false,
     genReqId: (req) => {

@@ -1,0 +1,69 @@
+import { Writable } from "node:stream";
+import t from "tap";
+import { buildApp } from "../src/app.js";
+import { loadConfig } from "../src/config.js";
+import { closeContext, createContext } from "../src/context.js";
+import { createLogger, LazyChildLogger } from "../src/lib/logger.js";
+import { createSqlSeriesStore } from "../src/stores/series/sql.js";
+import { StoreSupervisor } from "../src/stores/supervisor.js";
+import { freshRelational } from "./helpers/backends.js";
+
+function capture(level: string) {
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      for (const l of chunk.toString().split("\n")) if (l) lines.push(JSON.parse(l));
+      done();
+    },
+  });
+  return { log: createLogger(level, sink), lines };
+}
+
+t.test("a request's lazy logger logs enabled levels with its bindings, and nothing else", async (t) => {
+  const { log, lines } = capture("warn");
+  const child = new LazyChildLogger(log, { reqId: "req-1" }, {});
+  child.info("not at warn");
+  child.debug({ a: 1 }, "nor this");
+  t.equal(lines.length, 0, "levels below warn write nothing");
+  t.notOk(child.isLevelEnabled("info"));
+  t.ok(child.isLevelEnabled("error"));
+  child.warn({ field: "x", password: "hunter2" }, "careful");
+  child.error(new Error("boom"));
+  t.equal(lines.length, 2);
+  t.match(lines[0], { level: 40, reqId: "req-1", msg: "careful", field: "x", password: "[redacted]" });
+  t.match(lines[1], { level: 50, reqId: "req-1", err: { message: "boom" } });
+  child.child({ job: "j" }).warn("nested");
+  t.match(lines[2], { reqId: "req-1", job: "j", msg: "nested" });
+
+  const quiet = new LazyChildLogger(log, { reqId: "req-2" }, { level: "error" });
+  t.equal(quiet.level, "error", "a route's own level applies");
+  quiet.warn("below the route's level");
+  t.equal(lines.length, 3);
+  quiet.level = "debug";
+  quiet.debug("now enabled");
+  t.match(lines[3], { reqId: "req-2", msg: "now enabled" });
+});
+
+t.test("Fastify's request logs still carry the request id", async (t) => {
+  const { log, lines } = capture("info");
+  const config = loadConfig({ LOG_LEVEL: "info" });
+  const db = await freshRelational(t, "pglite");
+  const stores = StoreSupervisor.ready({ db, series: createSqlSeriesStore(db) }, log, config);
+  const ctx = createContext(config, log, stores);
+  const app = await buildApp(ctx);
+  t.teardown(async () => {
+    await app.close();
+    await closeContext(ctx);
+  });
+  const res = await app.inject({ method: "GET", url: "/v1/nope", headers: { "x-request-id": "trace-42" } });
+  t.equal(res.statusCode, 404);
+  const mine = lines.filter((l) => l.reqId === "trace-42");
+  t.ok(
+    mine.some((l) => l.msg === "incoming request"),
+    "incoming request logged with the id",
+  );
+  t.ok(
+    mine.some((l) => l.msg === "request completed"),
+    "completion logged with the id",
+  );
+});
