@@ -8,9 +8,9 @@
  * submissions are retried one by one so that one caller's bad batch cannot fail another's.
  */
 export interface GroupCommitOptions<T> {
-  /** Writes the items durably. `slot` (0..maxInFlight-1) identifies the writer to use. */
-  flush: (items: T[], slot: number) => Promise<void>;
-  /** Flushes running at once; each owns a slot. */
+  /** Writes the items durably. */
+  flush: (items: T[]) => Promise<void>;
+  /** Flushes running at once (default 1). */
   maxInFlight?: number;
   /** Upper bound of items in one flush; a single larger submission still goes out whole. */
   maxItems?: number;
@@ -26,13 +26,13 @@ interface Submission<T> {
 
 export class GroupCommit<T> {
   private readonly queue: Submission<T>[] = [];
-  private readonly freeSlots: number[];
+  private readonly maxInFlight: number;
   private readonly maxItems: number;
   private idleWaiters: (() => void)[] = [];
   private inFlight = 0;
 
   constructor(private readonly opts: GroupCommitOptions<T>) {
-    this.freeSlots = Array.from({ length: opts.maxInFlight ?? 1 }, (_, i) => i);
+    this.maxInFlight = opts.maxInFlight ?? 1;
     this.maxItems = opts.maxItems ?? 50_000;
   }
 
@@ -55,8 +55,7 @@ export class GroupCommit<T> {
   }
 
   private pump(): void {
-    while (this.queue.length > 0 && this.freeSlots.length > 0) {
-      const slot = this.freeSlots.pop() as number;
+    while (this.queue.length > 0 && this.inFlight < this.maxInFlight) {
       const group: Submission<T>[] = [];
       let count = 0;
       while (this.queue.length > 0) {
@@ -67,9 +66,8 @@ export class GroupCommit<T> {
         this.queue.shift();
       }
       this.inFlight++;
-      void this.run(group, slot).finally(() => {
+      void this.run(group).finally(() => {
         this.inFlight--;
-        this.freeSlots.push(slot);
         if (this.queue.length > 0) this.pump();
         else if (this.inFlight === 0) {
           const waiters = this.idleWaiters;
@@ -80,18 +78,15 @@ export class GroupCommit<T> {
     }
   }
 
-  private async run(group: Submission<T>[], slot: number): Promise<void> {
+  private async run(group: Submission<T>[]): Promise<void> {
     try {
-      await this.opts.flush(
-        group.flatMap((s) => s.items),
-        slot,
-      );
+      await this.opts.flush(group.flatMap((s) => s.items));
       for (const s of group) s.resolve();
     } catch (err) {
       if (group.length > 1 && this.opts.isDataError?.(err)) {
         for (const s of group) {
           try {
-            await this.opts.flush([...s.items], slot);
+            await this.opts.flush([...s.items]);
             s.resolve();
           } catch (e) {
             s.reject(e);

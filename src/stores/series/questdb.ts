@@ -32,7 +32,7 @@ export interface QuestdbOptions {
   pgUrl: string;
   /** Prepended to every table name; lets tests share one server without seeing each other's rows. */
   tablePrefix?: string;
-  /** Flushes in flight at once, each over its own sender. */
+  /** Flushes in flight at once, each over its own HTTP connection. */
   writers?: number;
   requestTimeoutMs?: number;
   /** Called with every read statement before it is sent (benchmarks replay them directly). */
