@@ -40,15 +40,17 @@ export async function heartbeatIdentity(
   connectionId: string,
   body: HeartbeatBody,
   received: Date,
-): Promise<{ id: string; ts: Date }> {
+): Promise<{ id: string; ts: Date; start?: Date; end?: Date }> {
   const period = body.tokens?.period;
   if (!period) {
     const digest = hash("sha256", `body\n${connectionId}\n${canonical(body)}`, "hex");
     return ctx.heartbeatRepeats.place(connectionId, digest, received);
   }
-  const material = `period\n${connectionId}\n${new Date(period.startedAt).toISOString()}\n${new Date(period.endedAt).toISOString()}`;
+  const start = new Date(period.startedAt);
+  const end = new Date(period.endedAt);
+  const material = `period\n${connectionId}\n${start.toISOString()}\n${end.toISOString()}`;
   const id = `hb_${hash("sha256", material, "hex").slice(0, 32)}`;
-  return { id, ts: new Date(period.endedAt) };
+  return { id, ts: end, start, end };
 }
 
 /**
@@ -67,7 +69,7 @@ export async function ingestHeartbeat(ctx: AppContext, p: Principal, body: Heart
       "VALIDATION_ERROR",
       "tokens.period.endedAt: is in the future; check the daemon's clock",
     );
-  const { id, ts } = await heartbeatIdentity(ctx, connectionId, body, received);
+  const { id, ts, start, end } = await heartbeatIdentity(ctx, connectionId, body, received);
 
   const models: RowOf<typeof gatewayModelUsage>[] = [];
   for (const m of body.tokens?.byModel ?? []) {
@@ -108,8 +110,8 @@ export async function ingestHeartbeat(ctx: AppContext, p: Principal, body: Heart
           version: body.gateway.version,
           pid_alive: pidAlive,
           system: body.system ? JSON.stringify(body.system) : null,
-          period_start: period ? new Date(period.startedAt) : null,
-          period_end: period ? new Date(period.endedAt) : null,
+          period_start: start ?? null,
+          period_end: end ?? null,
           input_tokens: period?.inputTokens ?? 0,
           output_tokens: period?.outputTokens ?? 0,
           cache_read_tokens: period?.cacheReadTokens ?? 0,
