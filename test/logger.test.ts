@@ -1,14 +1,10 @@
 import { Writable } from "node:stream";
 import t from "tap";
-import { buildApp } from "../src/app.js";
-import { loadConfig } from "../src/config.js";
-import { closeContext, createContext } from "../src/context.js";
 import { createLogger, LazyChildLogger } from "../src/lib/logger.js";
-import { createSqlSeriesStore } from "../src/stores/series/sql.js";
-import { StoreSupervisor } from "../src/stores/supervisor.js";
-import { freshRelational } from "./helpers/backends.js";
+import { testApp } from "./helpers/app.js";
 
-function capture(level: string) {
+/** A writable that collects the JSON log lines written to it. */
+function capture() {
   const lines: Record<string, unknown>[] = [];
   const sink = new Writable({
     write(chunk, _enc, done) {
@@ -16,11 +12,12 @@ function capture(level: string) {
       done();
     },
   });
-  return { log: createLogger(level, sink), lines };
+  return { sink, lines };
 }
 
 t.test("a request's lazy logger logs enabled levels with its bindings, and nothing else", async (t) => {
-  const { log, lines } = capture("warn");
+  const { sink, lines } = capture();
+  const log = createLogger("warn", sink);
   const child = new LazyChildLogger(log, { reqId: "req-1" }, {});
   child.info("not at warn");
   child.debug({ a: 1 }, "nor this");
@@ -45,16 +42,8 @@ t.test("a request's lazy logger logs enabled levels with its bindings, and nothi
 });
 
 t.test("Fastify's request logs still carry the request id", async (t) => {
-  const { log, lines } = capture("info");
-  const config = loadConfig({ LOG_LEVEL: "info" });
-  const db = await freshRelational(t, "pglite");
-  const stores = StoreSupervisor.ready({ db, series: createSqlSeriesStore(db) }, log, config);
-  const ctx = createContext(config, log, stores);
-  const app = await buildApp(ctx);
-  t.teardown(async () => {
-    await app.close();
-    await closeContext(ctx);
-  });
+  const { sink, lines } = capture();
+  const { app } = await testApp(t, { env: { LOG_LEVEL: "info" }, logTo: sink });
   const res = await app.inject({ method: "GET", url: "/v1/nope", headers: { "x-request-id": "trace-42" } });
   t.equal(res.statusCode, 404);
   const mine = lines.filter((l) => l.reqId === "trace-42");

@@ -15,7 +15,7 @@ export interface TestApp {
 
 /**
  * The real app around real stores of its own (PGlite by default), torn down with the test.
- * Logs are silent unless TEST_LOG_LEVEL is set.
+ * Logs are silent unless TEST_LOG_LEVEL is set (or `env.LOG_LEVEL`, with `logTo` to capture them).
  */
 export async function testApp(
   t: Test,
@@ -28,6 +28,8 @@ export async function testApp(
     sameStoresAs?: TestApp;
     /** Use this series store instead of a fresh one (e.g. one pointing at a server that is down). */
     seriesStore?: SeriesStore;
+    /** Write the app's log here (at the config's LOG_LEVEL) instead of stdout. */
+    logTo?: NodeJS.WritableStream;
   } = {},
 ): Promise<TestApp> {
   const config: Config = loadConfig({
@@ -35,7 +37,7 @@ export async function testApp(
     VIGIL_SECRET: "test-secret-test-secret-test-secret-0123",
     ...opts.env,
   });
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, opts.logTo);
   let stores: StoreSupervisor;
   if (opts.sameStoresAs) {
     stores = opts.sameStoresAs.ctx.stores;

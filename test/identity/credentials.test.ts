@@ -1,16 +1,11 @@
 import { Writable } from "node:stream";
 import t from "tap";
-import { buildApp } from "../../src/app.js";
 import { reencryptCredentials } from "../../src/admin/reencrypt.js";
-import { loadConfig } from "../../src/config.js";
-import { closeContext, createContext } from "../../src/context.js";
 import { createKey, createUser } from "../../src/identity/accounts.js";
 import { hashPassword, verifyPassword } from "../../src/identity/passwords.js";
 import { PERMISSIONS } from "../../src/identity/principal.js";
 import { CredentialBox } from "../../src/lib/credentials.js";
-import { createLogger } from "../../src/lib/logger.js";
-import { createSqlSeriesStore } from "../../src/stores/series/sql.js";
-import { StoreSupervisor } from "../../src/stores/supervisor.js";
+import { testApp } from "../helpers/app.js";
 import { freshRelational } from "../helpers/backends.js";
 import { call } from "../helpers/tenants.js";
 
@@ -49,16 +44,8 @@ t.test("credentials and keys never reach the log, even at trace level", async (t
       done();
     },
   });
-  const config = loadConfig({ LOG_LEVEL: "trace", VIGIL_SECRET: OLD });
-  const log = createLogger("trace", sink);
-  const db = await freshRelational(t, "pglite");
-  const stores = StoreSupervisor.ready({ db, series: createSqlSeriesStore(db) }, log, config);
-  const ctx = createContext(config, log, stores);
-  const app = await buildApp(ctx);
-  t.teardown(async () => {
-    await app.close();
-    await closeContext(ctx);
-  });
+  const { app, ctx } = await testApp(t, { env: { LOG_LEVEL: "trace", VIGIL_SECRET: OLD }, logTo: sink });
+  const db = ctx.stores.db;
   const user = await createUser(db, { email: "log@x.example", plan: "enterprise" });
   const key = (await createKey(db, { user: user.id, permissions: [...PERMISSIONS] })).key;
   const created = await call(app, key, "POST", "/v1/connections", {
