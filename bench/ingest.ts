@@ -110,10 +110,10 @@ export async function run(config: Config, args: string[]): Promise<void> {
     // QuestDB (when it runs here) and the load generator. Throughput on a shared 2-core host moves
     // ±15% between runs; CPU per request is the steadier figure to compare changes with.
     const qdbPid = listenerPid(qdb.httpUrl);
-    const measured = async (run: Promise<LoadRun>): Promise<Measured> => {
+    const measured = async (run: () => Promise<LoadRun>): Promise<Measured> => {
       const server0 = ownCpuSeconds();
       const store0 = processCpuSeconds(qdbPid);
-      const r = await run;
+      const r = await run();
       const perReq = (s: number) => (s * 1e6) / Math.max(1, r.requests);
       return {
         ...r,
@@ -138,9 +138,9 @@ export async function run(config: Config, args: string[]): Promise<void> {
     }
     for (let round = 1; round <= 2 && values.only !== "usage"; round++) {
       say(`round ${round}: bare route...`);
-      bareRuns.push(await measured(hbLoad(bareUrl, seconds)));
+      bareRuns.push(await measured(() => hbLoad(bareUrl, seconds)));
       say(`round ${round}: POST /v1/gateway/ingest...`);
-      hbRuns.push(await measured(hbLoad(vigilUrl, seconds)));
+      hbRuns.push(await measured(() => hbLoad(vigilUrl, seconds)));
     }
 
     const batch = JSON.stringify(
@@ -168,7 +168,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
       rawRates.push(await rawUsage(qdb.httpUrl, rawTable, wfId, usageConnections, seconds));
       say(`round ${round}: POST /v1/usage...`);
       usageRuns.push(
-        await measured(
+        await measured(() =>
           loadProcess({
             url: `${vigilUrl}/v1/usage`,
             connections: usageConnections,
