@@ -225,6 +225,11 @@ t.test("heartbeat bad input: 4xx naming the field, nothing stored", async (t) =>
     payload: "{nope",
   });
   t.equal(malformed.statusCode, 400);
+  t.match(
+    malformed.json(),
+    { error: /^body: malformed JSON/ },
+    "malformed JSON is named, in the {error} style",
+  );
   const big = await send({ ...hb, system: { blob: "x".repeat(70_000) } });
   t.equal(big.statusCode, 413);
   t.same(big.json(), { error: "Payload too large: at most 65536 bytes." });
