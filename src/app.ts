@@ -97,9 +97,11 @@ export async function buildApp(ctx: AppContext, opts: AppOptions = {}): Promise<
 
   app.setErrorHandler((err, req, reply) => {
     const apiErr = toApiError(err, req.routeOptions.bodyLimit);
-    if (apiErr.statusCode === 503) reply.header("Retry-After", 5);
+    if (apiErr.statusCode === 503 && !reply.hasHeader("retry-after")) reply.header("Retry-After", 5);
     if (apiErr.statusCode >= 500 && apiErr.statusCode !== 503) req.log.error({ err }, "request failed");
-    else if (apiErr.statusCode === 503) req.log.warn({ err: (err as Error).message }, "store unavailable");
+    // A 503 the app chose (ingest backlog full) logs itself, at most once a second.
+    else if (apiErr.statusCode === 503 && !(err instanceof ApiError))
+      req.log.warn({ err: (err as Error).message }, "store unavailable");
     const style = req.routeOptions.config?.errorStyle ?? "envelope";
     return reply.code(apiErr.statusCode).send(renderError(style, apiErr));
   });

@@ -75,6 +75,7 @@ export const envSchema = z.object({
   PROBE_LEASE_SECONDS: intVar(1, 3600, 30),
   PROBE_CONCURRENCY: intVar(1, 10_000, 200),
   PROBE_TIMEOUT_MS: intVar(100, 120_000, 10_000),
+  INGEST_MAX_BACKLOG_ROWS: intVar(100, 10_000_000, 50_000),
   LOG_LEVEL: z.preprocess(
     emptyToUndefined,
     z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
@@ -100,6 +101,12 @@ export interface Config {
   /** workflow_b API address; `{region}` is replaced by the connection's region. */
   workflowBApiTemplate: string;
   probe: { leaseSeconds: number; concurrency: number; timeoutMs: number };
+  /**
+   * Heartbeats and usage entries are refused with a 503 (nothing stored) while this many series
+   * rows wait for the series store, so a stalled or overrun store sheds load instead of queueing
+   * without bound.
+   */
+  ingest: { maxBacklogRows: number };
 }
 
 export class ConfigError extends Error {
@@ -159,5 +166,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       concurrency: e.PROBE_CONCURRENCY,
       timeoutMs: e.PROBE_TIMEOUT_MS,
     },
+    ingest: { maxBacklogRows: e.INGEST_MAX_BACKLOG_ROWS },
   };
 }

@@ -28,6 +28,8 @@ t.test("a bad value names the variable", async (t) => {
     [{ QUESTDB_URL: "127.0.0.1:9000" }, /QUESTDB_URL: must be a http: or https: URL/],
     [{ VIGIL_SECRET: "short" }, /VIGIL_SECRET: must be at least 32 characters/],
     [{ LOG_LEVEL: "loud" }, /LOG_LEVEL:/],
+    [{ INGEST_MAX_BACKLOG_ROWS: "10" }, /INGEST_MAX_BACKLOG_ROWS: must be at least 100/],
+    [{ INGEST_MAX_BACKLOG_ROWS: "lots" }, /INGEST_MAX_BACKLOG_ROWS: must be a whole number/],
     [{ QUESTDB_PG_URL: "postgres://a@b/c" }, /QUESTDB_PG_URL: is set but QUESTDB_URL is not/],
   ];
   for (const [env, message] of cases) {
@@ -37,4 +39,5 @@ t.test("a bad value names the variable", async (t) => {
 
 t.test("empty values count as unset", async (t) => {
   t.equal(loadConfig({ DATABASE_URL: "", PORT: "" }).port, 8080);
+  t.equal(loadConfig({ INGEST_MAX_BACKLOG_ROWS: "" }).ingest.maxBacklogRows, 50_000);
 });

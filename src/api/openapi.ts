@@ -202,6 +202,10 @@ export function openApiDocument(publicUrl: string, version: string) {
         401: { description: "Missing, unknown or revoked API key (INVALID_API_KEY)" },
         403: { description: "Missing permission, or no access to the connection or organization" },
         429: { description: "Rate limit exceeded; see Retry-After" },
+        503: {
+          description:
+            "A store is unavailable, or (POST /v1/usage, /v1/gateway/ingest) the ingest backlog is full; nothing was stored; see Retry-After",
+        },
       },
     };
   }

@@ -1,9 +1,15 @@
 import t from "tap";
 import { PeriodlessRepeats } from "../../src/ingest/repeats.js";
 import { createQuestdbSeriesStore } from "../../src/stores/series/questdb.js";
-import { availabilitySamples, gatewayHeartbeats, gatewayModelUsage } from "../../src/stores/series/tables.js";
+import {
+  availabilitySamples,
+  gatewayHeartbeats,
+  gatewayModelUsage,
+  usageEntries,
+} from "../../src/stores/series/tables.js";
 import { testApp } from "../helpers/app.js";
-import { type BackendName, requireBackend } from "../helpers/backends.js";
+import { type BackendName, freshSeries, requireBackend, TEST_QUESTDB_URL } from "../helpers/backends.js";
+import { pausableProxy } from "../helpers/proxy.js";
 import { call, seedTenants } from "../helpers/tenants.js";
 
 const heartbeat = (
@@ -266,3 +272,67 @@ t.test("QuestDB unreachable: 503, nothing acknowledged", async (t) => {
   t.equal(u.statusCode, 503);
   t.equal(u.json().error.code, "SERVICE_UNAVAILABLE");
 });
+
+t.test(
+  "a stalled QuestDB: ingest sheds with 503 past the backlog limit, stores nothing refused, recovers",
+  async (t) => {
+    if (!(await requireBackend(t, "questdb"))) return;
+    const proxy = await pausableProxy(TEST_QUESTDB_URL as string);
+    t.teardown(() => proxy.close());
+    const series = await freshSeries(t, "questdb", { questdbHttpUrl: proxy.url });
+    const ta = await testApp(t, { seriesStore: series, env: { INGEST_MAX_BACKLOG_ROWS: "100" } });
+    const w = await seedTenants(ta);
+    const entry = (n: number) => ({ connection_id: w.conns.PA, entity: `run-${n}`, usage_amount: n });
+    const hb = heartbeat({}, "2026-11-20T10:00:00Z", "2026-11-20T10:01:00Z");
+
+    proxy.pause();
+    // 100 rows reach the store and wait there: the backlog is at its limit.
+    const first = call(ta.app, w.keys.alicePersonal, "POST", "/v1/usage", [...Array(100).keys()].map(entry));
+    for (let i = 0; i < 200 && series.backlog() < 100; i++) await new Promise((r) => setTimeout(r, 10));
+    t.equal(series.backlog(), 100, "the first batch is waiting on the stalled store");
+
+    const shedHb = await call(ta.app, w.keys.ingest, "POST", "/v1/gateway/ingest", hb);
+    t.equal(shedHb.statusCode, 503, "heartbeat refused");
+    t.equal(shedHb.headers["retry-after"], "1");
+    t.match(shedHb.json(), {
+      error: /behind on writes \(100 rows waiting.*limit 100\); nothing was stored\. Retry in 1 s\./,
+    });
+    const shedUsage = await call(ta.app, w.keys.alicePersonal, "POST", "/v1/usage", entry(1000));
+    t.equal(shedUsage.statusCode, 503, "usage refused");
+    t.match(shedUsage.json(), {
+      success: false,
+      error: { code: "SERVICE_UNAVAILABLE", details: { backlog_rows: 100, limit: 100, retry_after: 1 } },
+    });
+    t.equal(
+      shedUsage.headers["x-ratelimit-remaining"],
+      undefined,
+      "a refused request takes no rate-limit quota",
+    );
+    // (another account's key, so alice's quota below counts only her own requests)
+    const read = await call(ta.app, w.keys.bobPersonal, "GET", "/v1/usage");
+    t.equal(read.statusCode, 200, "reads go on while ingest sheds");
+
+    proxy.resume();
+    const done = await first;
+    t.equal(done.statusCode, 201, "the waiting batch is acknowledged once the store answers");
+    const remaining = Number(done.headers["x-ratelimit-remaining"]);
+    t.equal(series.backlog(), 0);
+
+    const again = await call(ta.app, w.keys.alicePersonal, "POST", "/v1/usage", entry(2000));
+    t.equal(again.statusCode, 201, "ingest is back by itself");
+    t.equal(
+      Number(again.headers["x-ratelimit-remaining"]),
+      remaining - 1,
+      "the refused request used no quota",
+    );
+    t.equal((await call(ta.app, w.keys.ingest, "POST", "/v1/gateway/ingest", hb)).statusCode, 201);
+
+    await series.waitVisible();
+    t.equal(
+      await series.count(usageEntries, {}),
+      101,
+      "the 100 + 1 acknowledged entries, not the refused one",
+    );
+    t.equal(await series.count(gatewayHeartbeats, {}), 1, "one heartbeat: the acknowledged one");
+  },
+);

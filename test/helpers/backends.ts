@@ -106,8 +106,15 @@ export async function freshDatabaseUrl(t: Test): Promise<string> {
   return url.toString();
 }
 
-/** A series store of the given backend, with its own database or table prefix. */
-export async function freshSeries(t: Test, name: BackendName): Promise<SeriesStore> {
+/**
+ * A series store of the given backend, with its own database or table prefix. `questdbHttpUrl`
+ * sends the QuestDB store's writes elsewhere (e.g. through a proxy in front of the test server).
+ */
+export async function freshSeries(
+  t: Test,
+  name: BackendName,
+  opts: { questdbHttpUrl?: string } = {},
+): Promise<SeriesStore> {
   if (name !== "questdb") {
     const series = createSqlSeriesStore(await freshRelational(t, name));
     t.teardown(() => series.close());
@@ -117,7 +124,7 @@ export async function freshSeries(t: Test, name: BackendName): Promise<SeriesSto
   const pool = questdbPool(TEST_QUESTDB_PG_URL as string, 1);
   await applyQuestdbSchema(pool, prefix);
   const series = await createQuestdbSeriesStore({
-    httpUrl: TEST_QUESTDB_URL as string,
+    httpUrl: opts.questdbHttpUrl ?? (TEST_QUESTDB_URL as string),
     pgUrl: TEST_QUESTDB_PG_URL as string,
     tablePrefix: prefix,
   });

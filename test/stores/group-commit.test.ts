@@ -76,5 +76,28 @@ t.test("maxItems bounds a flush; drain waits for everything", async (t) => {
     sizes.reduce((a, b) => a + b, 0),
     32,
   );
-  t.equal(gc.pending, 0);
+  t.equal(gc.backlog, 0);
 });
+
+t.test(
+  "backlog counts items queued and in flight until their flush answers, success or failure",
+  async (t) => {
+    let release: (ok: boolean) => void = () => {};
+    const gc = new GroupCommit<number>({
+      flush: () =>
+        new Promise<void>((resolve, reject) => {
+          release = (ok) => (ok ? resolve() : reject(new Error("store down")));
+        }),
+    });
+    const a = gc.submit([1, 2, 3]); // in flight
+    const b = gc.submit([4, 5]); // queued behind it
+    t.equal(gc.backlog, 5);
+    release(true);
+    await a;
+    t.equal(gc.backlog, 2, "the answered flush left the backlog; the queued items are now in flight");
+    await new Promise((r) => setImmediate(r));
+    release(false);
+    await t.rejects(b, /store down/);
+    t.equal(gc.backlog, 0, "a failed flush leaves the backlog too");
+  },
+);

@@ -9,7 +9,10 @@ import { parseOr400 } from "../validation.js";
 export async function ingestRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   app.post(
     "/v1/gateway/ingest",
-    { bodyLimit: HEARTBEAT_BODY_LIMIT, config: { errorStyle: "simple", auth: { ingestion: true } } },
+    {
+      bodyLimit: HEARTBEAT_BODY_LIMIT,
+      config: { errorStyle: "simple", auth: { ingestion: true }, ingest: true },
+    },
     async (req, reply) => {
       const body = parseOr400(heartbeatBody, req.body, "body");
       return reply.code(201).send(await ingestHeartbeat(ctx, principalOf(req), body));

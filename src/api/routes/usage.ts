@@ -9,10 +9,14 @@ import { parseOr400 } from "../validation.js";
 
 /** The Usage API. Errors use the envelope; a batch validation failure adds `validation_errors`. */
 export async function usageRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  app.post("/v1/usage", { config: { auth: { permission: "usage:write" } } }, async (req, reply) => {
-    const entries = validateUsageBody(req.body);
-    return reply.code(201).send(await recordUsage(ctx, principalOf(req), entries));
-  });
+  app.post(
+    "/v1/usage",
+    { config: { auth: { permission: "usage:write" }, ingest: true } },
+    async (req, reply) => {
+      const entries = validateUsageBody(req.body);
+      return reply.code(201).send(await recordUsage(ctx, principalOf(req), entries));
+    },
+  );
 
   app.get("/v1/usage", { config: { auth: { permission: "usage:read" } } }, async (req) =>
     listUsage(ctx, principalOf(req), parseOr400(listUsageQuery, req.query, "query")),

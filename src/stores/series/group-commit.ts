@@ -30,6 +30,7 @@ export class GroupCommit<T> {
   private readonly maxItems: number;
   private idleWaiters: (() => void)[] = [];
   private inFlight = 0;
+  private unsettled = 0;
 
   constructor(private readonly opts: GroupCommitOptions<T>) {
     this.maxInFlight = opts.maxInFlight ?? 1;
@@ -38,8 +39,22 @@ export class GroupCommit<T> {
 
   submit(items: readonly T[]): Promise<void> {
     if (items.length === 0) return Promise.resolve();
+    this.unsettled += items.length;
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ items, resolve, reject });
+      const settle = () => {
+        this.unsettled -= items.length;
+      };
+      this.queue.push({
+        items,
+        resolve: () => {
+          settle();
+          resolve();
+        },
+        reject: (err) => {
+          settle();
+          reject(err);
+        },
+      });
       this.pump();
     });
   }
@@ -50,8 +65,9 @@ export class GroupCommit<T> {
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
-  get pending(): number {
-    return this.queue.reduce((n, s) => n + s.items.length, 0);
+  /** Items submitted and not yet settled: queued or in a flush that has not answered. */
+  get backlog(): number {
+    return this.unsettled;
   }
 
   private pump(): void {

@@ -90,6 +90,8 @@ export interface SeriesStore {
    * retries after a failure never counts twice.
    */
   write(batches: readonly TableRows[]): Promise<void>;
+  /** Rows handed to `append`/`write` that are not yet committed or failed (queued or in flight). */
+  backlog(): number;
   /** Number of rows matching the filters and bounds. */
   count(table: SeriesTable, query: Pick<PageQuery, "where" | "since" | "until">): Promise<number>;
   /** Newest-first keyset page. */

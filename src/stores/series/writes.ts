@@ -13,7 +13,9 @@ export interface WriteItem {
  * row rejects the whole call and nothing partial is stored), then hand them all to the
  * backend's group commit as one submission.
  */
-export function groupCommitWrites(commit: GroupCommit<WriteItem>): Pick<SeriesStore, "append" | "write"> {
+export function groupCommitWrites(
+  commit: GroupCommit<WriteItem>,
+): Pick<SeriesStore, "append" | "write" | "backlog"> {
   const write: SeriesStore["write"] = async (batches) => {
     for (const b of batches) validateRows(b.table, b.rows);
     await commit.submit(
@@ -24,6 +26,7 @@ export function groupCommitWrites(commit: GroupCommit<WriteItem>): Pick<SeriesSt
   };
   return {
     write,
+    backlog: () => commit.backlog,
     append: (table, rows) => write([{ table, rows } as Parameters<typeof write>[0][number]]),
   };
 }
