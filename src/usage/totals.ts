@@ -7,7 +7,9 @@ import type { usageTotalsQuery } from "./schema.js";
 import { connectionScope } from "./scope.js";
 
 const DAY = 86_400_000;
-const cents = (usd: number) => Math.round(usd * 100 * 1e6) / 1e6;
+/** Money as reported: cents to a millionth, so sums of fractional prices carry no float noise. */
+const roundCents = (c: number) => Math.round(c * 1e6) / 1e6;
+const cents = (usd: number) => roundCents(usd * 100);
 const num = (v: unknown) => (typeof v === "number" ? v : 0);
 
 /**
@@ -140,10 +142,13 @@ export async function usageTotals(ctx: AppContext, p: Principal, q: z.output<typ
     }
   }
 
+  for (const e of byEntity.values()) e.cost_cents = roundCents(e.cost_cents);
+  for (const u of byUnit.values()) u.cost_cents = roundCents(u.cost_cents);
+  for (const m of gateway?.by_model ?? []) m.cost_cents = roundCents(m.cost_cents);
   const entries = [...byEntity.values()];
   const entryTokens = entries.reduce((s, e) => s + e.tokens, 0);
   const entryCents = entries.reduce((s, e) => s + e.cost_cents, 0);
-  const totalCents = entryCents + (gateway?.cost_cents ?? 0);
+  const totalCents = roundCents(entryCents + (gateway?.cost_cents ?? 0));
   return {
     connection_id: q.connection_id,
     workflow_id: q.workflow_id ?? null,
@@ -155,7 +160,7 @@ export async function usageTotals(ctx: AppContext, p: Principal, q: z.output<typ
       heartbeats: gateway?.heartbeats ?? 0,
       tokens: entryTokens + (gateway ? gateway.input_tokens + gateway.output_tokens : 0),
       cost_cents: totalCents,
-      cost_usd: totalCents / 100,
+      cost_usd: Math.round(totalCents * 1e6) / 1e8,
     },
     by_entity: entries,
     by_unit: [...byUnit.values()],

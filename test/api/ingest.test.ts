@@ -336,3 +336,37 @@ t.test(
     t.equal(await series.count(gatewayHeartbeats, {}), 1, "one heartbeat: the acknowledged one");
   },
 );
+
+t.test("usage totals report money without float noise (heartbeat dollars + entry cents)", async (t) => {
+  const ta = await testApp(t);
+  const w = await seedTenants(ta);
+  const now = Date.now();
+  const period = {
+    inputTokens: 1000,
+    outputTokens: 200,
+    estimatedCostUsd: 0.006,
+    startedAt: new Date(now - 120_000).toISOString(),
+    endedAt: new Date(now - 60_000).toISOString(),
+  };
+  const hb = {
+    type: "heartbeat",
+    gateway: { status: "healthy", latencyMs: 5, version: "1" },
+    tokens: { period },
+  };
+  t.equal((await call(ta.app, w.keys.ingest, "POST", "/v1/gateway/ingest", hb)).statusCode, 201);
+  const entries = [0.1, 0.2, 2.7].map((c, i) => ({
+    connection_id: w.conns.OB,
+    entity: "wf",
+    usage_amount: 1,
+    cost_cents: c,
+    workflow_id: `w${i}`,
+  }));
+  t.equal((await call(ta.app, w.keys.bobOrgB, "POST", "/v1/usage", entries)).statusCode, 201);
+  await ta.ctx.stores.series.waitVisible();
+  const r = await call(ta.app, w.keys.bobOrgB, "PUT", `/v1/usage?connection_id=${w.conns.OB}`);
+  t.equal(r.statusCode, 200);
+  const body = r.json();
+  t.same(body.totals, { entries: 3, heartbeats: 1, tokens: 1203, cost_cents: 3.6, cost_usd: 0.036 });
+  t.equal(body.by_entity[0].cost_cents, 3, "0.1 + 0.2 + 2.7 cents sum to exactly 3");
+  t.equal(body.gateway.cost_cents, 0.6);
+});
