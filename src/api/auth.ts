@@ -32,31 +32,32 @@ function setRateHeaders(reply: FastifyReply, d: { limit: number; remaining: numb
   reply.header("X-RateLimit-Reset", d.reset);
 }
 
-/** Last time a refusal was logged, so an overload writes one warning a second, not one per request. */
-let lastBacklogWarning = 0;
-
 /**
  * Sheds ingest while the series store is behind: past `INGEST_MAX_BACKLOG_ROWS` rows waiting, the
  * request gets a 503 before its body is read, nothing is stored, and the caller is told to retry
  * in a second, instead of every request queueing (and holding memory) behind a stalled store.
+ * An overload logs one warning a second, not one per request.
  */
-function refuseWhenBacklogFull(ctx: AppContext, reply: FastifyReply): void {
-  if (!ctx.stores.isReady) return; // the route answers 503 for that itself
-  const waiting = ctx.stores.series.backlog();
-  const limit = ctx.config.ingest.maxBacklogRows;
-  if (waiting < limit) return;
-  const now = Date.now();
-  if (now - lastBacklogWarning >= 1000) {
-    lastBacklogWarning = now;
-    ctx.log.warn({ waiting, limit }, "ingest backlog full: refusing heartbeats and usage with 503");
-  }
-  reply.header("Retry-After", 1);
-  throw new ApiError(
-    503,
-    "SERVICE_UNAVAILABLE",
-    `Vigil is behind on writes (${waiting} rows waiting for the series store, limit ${limit}); nothing was stored. Retry in 1 s.`,
-    { backlog_rows: waiting, limit, retry_after: 1 },
-  );
+function backlogGate(ctx: AppContext): (reply: FastifyReply) => void {
+  let warnedAt = 0;
+  return (reply) => {
+    if (!ctx.stores.isReady) return; // the route answers 503 for that itself
+    const waiting = ctx.stores.series.backlog();
+    const limit = ctx.config.ingest.maxBacklogRows;
+    if (waiting < limit) return;
+    const now = Date.now();
+    if (now - warnedAt >= 1000) {
+      warnedAt = now;
+      ctx.log.warn({ waiting, limit }, "ingest backlog full: refusing heartbeats and usage with 503");
+    }
+    reply.header("Retry-After", 1);
+    throw new ApiError(
+      503,
+      "SERVICE_UNAVAILABLE",
+      `Vigil is behind on writes (${waiting} rows waiting for the series store, limit ${limit}); nothing was stored. Retry in 1 s.`,
+      { backlog_rows: waiting, limit, retry_after: 1 },
+    );
+  };
 }
 
 /**
@@ -65,6 +66,7 @@ function refuseWhenBacklogFull(ctx: AppContext, reply: FastifyReply): void {
  * its 401 even when its body is malformed. `fixedPrincipal` (benchmarks only) skips all three.
  */
 export function registerAuth(app: FastifyInstance, ctx: AppContext, fixedPrincipal?: Principal): void {
+  const refuseWhenBacklogFull = backlogGate(ctx);
   app.addHook("onRequest", async (req, reply) => {
     const auth = req.routeOptions.config?.auth;
     if (!auth) return;
@@ -80,7 +82,7 @@ export function registerAuth(app: FastifyInstance, ctx: AppContext, fixedPrincip
     if (!principal) throw invalidKey("Invalid or revoked API key.");
     req.principal = principal;
     // Before the rate limit, so a refused request does not use the caller's quota.
-    if (req.routeOptions.config?.ingest) refuseWhenBacklogFull(ctx, reply);
+    if (req.routeOptions.config?.ingest) refuseWhenBacklogFull(reply);
 
     const decision = await ctx.limiter.take(principal.rateLimit.scope, principal.rateLimit.limitPerHour);
     setRateHeaders(reply, decision);
