@@ -1,3 +1,4 @@
+import { Writable } from "node:stream";
 import t from "tap";
 import { PeriodlessRepeats } from "../../src/ingest/repeats.js";
 import { createQuestdbSeriesStore } from "../../src/stores/series/questdb.js";
@@ -280,7 +281,18 @@ t.test(
     const proxy = await pausableProxy(TEST_QUESTDB_URL as string);
     t.teardown(() => proxy.close());
     const series = await freshSeries(t, "questdb", { questdbHttpUrl: proxy.url });
-    const ta = await testApp(t, { seriesStore: series, env: { INGEST_MAX_BACKLOG_ROWS: "100" } });
+    const warnings: string[] = [];
+    const logTo = new Writable({
+      write(chunk, _enc, done) {
+        for (const l of chunk.toString().split("\n")) if (l) warnings.push(JSON.parse(l).msg);
+        done();
+      },
+    });
+    const ta = await testApp(t, {
+      seriesStore: series,
+      env: { INGEST_MAX_BACKLOG_ROWS: "100", LOG_LEVEL: "warn" },
+      logTo,
+    });
     const w = await seedTenants(ta);
     const entry = (n: number) => ({ connection_id: w.conns.PA, entity: `run-${n}`, usage_amount: n });
     const hb = heartbeat({}, "2026-11-20T10:00:00Z", "2026-11-20T10:01:00Z");
@@ -297,6 +309,12 @@ t.test(
     t.match(shedHb.json(), {
       error: /behind on writes \(100 rows waiting.*limit 100\); nothing was stored\. Retry in 1 s\./,
     });
+    for (let i = 0; i < 3; i++) await call(ta.app, w.keys.ingest, "POST", "/v1/gateway/ingest", hb);
+    t.equal(
+      warnings.filter((m) => /ingest backlog full/.test(m)).length,
+      1,
+      "four refusals within a second log one warning",
+    );
     const shedUsage = await call(ta.app, w.keys.alicePersonal, "POST", "/v1/usage", entry(1000));
     t.equal(shedUsage.statusCode, 503, "usage refused");
     t.match(shedUsage.json(), {
