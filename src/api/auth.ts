@@ -61,9 +61,10 @@ function backlogGate(ctx: AppContext): (reply: FastifyReply) => void {
 }
 
 /**
- * Authentication, rate limiting and permission checks for every route that declares
- * `config.auth`, in that order, before the body is parsed: a request without a valid key gets
- * its 401 even when its body is malformed. `fixedPrincipal` (benchmarks only) skips all three.
+ * Authentication, the ingest backlog gate (routes with `config.ingest`), rate limiting and
+ * permission checks for every route that declares `config.auth`, in that order, before the body
+ * is parsed: a request without a valid key gets its 401 even when its body is malformed, and a
+ * request refused for the backlog uses no quota. `fixedPrincipal` (benchmarks only) skips them all.
  */
 export function registerAuth(app: FastifyInstance, ctx: AppContext, fixedPrincipal?: Principal): void {
   const refuseWhenBacklogFull = backlogGate(ctx);

@@ -18,7 +18,8 @@ export interface PausableProxy {
 export async function pausableProxy(target: string): Promise<PausableProxy> {
   const { hostname, port } = new URL(target);
   let paused = false;
-  const held: [net.Socket, Buffer][] = [];
+  // What clients sent while paused, in order; null stands for the client ending its side.
+  const held: [net.Socket, Buffer | null][] = [];
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     const upstream = net.connect(Number(port), hostname);
@@ -31,7 +32,7 @@ export async function pausableProxy(target: string): Promise<PausableProxy> {
       });
     }
     client.on("data", (d) => (paused ? held.push([upstream, d]) : upstream.write(d)));
-    client.on("end", () => upstream.end());
+    client.on("end", () => (paused ? held.push([upstream, null]) : upstream.end()));
     upstream.pipe(client);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -43,7 +44,10 @@ export async function pausableProxy(target: string): Promise<PausableProxy> {
     },
     resume: () => {
       paused = false;
-      for (const [upstream, d] of held.splice(0)) upstream.write(d);
+      for (const [upstream, d] of held.splice(0)) {
+        if (d) upstream.write(d);
+        else upstream.end();
+      }
     },
     close: () =>
       new Promise<void>((resolve) => {

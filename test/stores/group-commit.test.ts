@@ -43,6 +43,7 @@ t.test("a failing flush rejects its callers; data errors are isolated to the bad
     results.map((r) => r.status),
     ["fulfilled", "rejected", "fulfilled"],
   );
+  t.equal(gc.backlog, 0, "submissions retried one by one leave the backlog once answered");
 
   const down = new GroupCommit<string>({
     flush: async () => {
@@ -55,6 +56,7 @@ t.test("a failing flush rejects its callers; data errors are isolated to the bad
     "an unreachable store acknowledges nothing",
   );
   await down.drain();
+  t.equal(down.backlog, 0);
 });
 
 t.test("maxItems bounds a flush; drain waits for everything", async (t) => {

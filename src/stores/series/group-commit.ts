@@ -41,20 +41,7 @@ export class GroupCommit<T> {
     if (items.length === 0) return Promise.resolve();
     this.unsettled += items.length;
     return new Promise<void>((resolve, reject) => {
-      const settle = () => {
-        this.unsettled -= items.length;
-      };
-      this.queue.push({
-        items,
-        resolve: () => {
-          settle();
-          resolve();
-        },
-        reject: (err) => {
-          settle();
-          reject(err);
-        },
-      });
+      this.queue.push({ items, resolve, reject });
       this.pump();
     });
   }
@@ -97,20 +84,27 @@ export class GroupCommit<T> {
   private async run(group: Submission<T>[]): Promise<void> {
     try {
       await this.opts.flush(group.flatMap((s) => s.items));
-      for (const s of group) s.resolve();
+      for (const s of group) this.answer(s, true);
     } catch (err) {
       if (group.length > 1 && this.opts.isDataError?.(err)) {
         for (const s of group) {
           try {
             await this.opts.flush([...s.items]);
-            s.resolve();
+            this.answer(s, true);
           } catch (e) {
-            s.reject(e);
+            this.answer(s, false, e);
           }
         }
         return;
       }
-      for (const s of group) s.reject(err);
+      for (const s of group) this.answer(s, false, err);
     }
+  }
+
+  /** Settles one submission, which leaves the backlog with it. */
+  private answer(s: Submission<T>, ok: boolean, err?: unknown): void {
+    this.unsettled -= s.items.length;
+    if (ok) s.resolve();
+    else s.reject(err);
   }
 }
