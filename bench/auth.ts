@@ -1,9 +1,9 @@
 import { parseArgs } from "node:util";
 import { buildApp } from "../src/app.js";
 import type { Config } from "../src/config.js";
-import { closeContext, createContext } from "../src/context.js";
+import { closeContext, createContext } from "../src/core/context.js";
 import { createKey, createUser } from "../src/identity/accounts.js";
-import { PERMISSIONS, type Principal } from "../src/identity/principal.js";
+import { PERMISSIONS, type Actor } from "../src/core/actor.js";
 import { createLogger } from "../src/lib/logger.js";
 import { migrate } from "../src/stores/relational/migrate.js";
 import { createPgStore } from "../src/stores/relational/pg.js";
@@ -45,16 +45,15 @@ export async function run(config: Config, args: string[]): Promise<void> {
 
     const ctx = createContext(benchConfig, log, stores);
     const withAuth = await buildApp(ctx);
-    const fixed: Principal = {
+    const fixed: Actor = {
+      type: "api_key",
       keyId: "bench",
       userId: user.id,
-      kind: "personal",
+      scope: "personal",
       organizationId: null,
-      connectionId: null,
       permissions: new Set(PERMISSIONS),
-      rateLimit: { scope: "bench", limitPerHour: Number.MAX_SAFE_INTEGER },
     };
-    const noAuth = await buildApp(ctx, { fixedPrincipal: fixed });
+    const noAuth = await buildApp(ctx, { fixedActor: fixed });
     const authUrl = await withAuth.listen({ host: "127.0.0.1", port: 0 });
     const openUrl = await noAuth.listen({ host: "127.0.0.1", port: 0 });
 

@@ -5,7 +5,7 @@ import { Sender } from "@questdb/nodejs-client";
 import Fastify from "fastify";
 import { buildApp } from "../src/app.js";
 import type { Config } from "../src/config.js";
-import { closeContext, createContext } from "../src/context.js";
+import { closeContext, createContext } from "../src/core/context.js";
 import { createKey, createUser } from "../src/identity/accounts.js";
 import { createLogger } from "../src/lib/logger.js";
 import { migrate } from "../src/stores/relational/migrate.js";

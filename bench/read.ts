@@ -2,10 +2,12 @@ import { parseArgs } from "node:util";
 import { request } from "undici";
 import { buildApp } from "../src/app.js";
 import type { Config } from "../src/config.js";
-import { type AppContext, closeContext, createContext } from "../src/context.js";
+import { type AppContext, closeContext, createContext } from "../src/core/context.js";
 import { createKey, createUser } from "../src/identity/accounts.js";
 import { createLogger } from "../src/lib/logger.js";
-import { CursorCodec } from "../src/read/cursor.js";
+import { cursorCodec } from "../src/http/cursor.js";
+import { availabilityFilters } from "../src/availability/list.js";
+import { readFingerprint } from "../src/http/routes/read.js";
 import { rollUp } from "../src/retention/rollups.js";
 import { migrate } from "../src/stores/relational/migrate.js";
 import { createPgStore } from "../src/stores/relational/pg.js";
@@ -187,15 +189,13 @@ export async function run(config: Config, args: string[]): Promise<void> {
     const headers = { authorization: `Bearer ${key}` };
 
     // a cursor halfway back (15 days of 30), as a client paging deep would hold
-    const deepCursor = qCtx.cursors.encode(
+    const deepCursor = cursorCodec(qCtx).encode(
       { ts: new Date(end - (days / 2) * DAY), key: ["bconn_0"] },
-      CursorCodec.fingerprint({
-        endpoint: "availability",
-        connection_id: undefined,
-        since: undefined,
-        until: undefined,
-        filters: [],
-      }),
+      // bound to the query the request below sends, as the API binds every cursor
+      readFingerprint(
+        { limit: 1000 },
+        { endpoint: "availability", filters: availabilityFilters({ includeSynthetic: true }) },
+      ),
     );
     const since30 = new Date(end - days * DAY).toISOString();
     const reads = [

@@ -1,17 +1,23 @@
 import { randomUUID } from "node:crypto";
 import type pino from "pino";
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from "fastify";
-import { ApiError, type ErrorStyle, renderError, unavailable } from "./api/errors.js";
-import { registerAuth } from "./api/auth.js";
+import {
+  ApiError,
+  type ErrorStyle,
+  fromServiceError,
+  renderError,
+  ServiceError,
+  unavailable,
+} from "./http/errors.js";
+import { registerAuth } from "./http/auth.js";
 import { LazyChildLogger } from "./lib/logger.js";
-import { openApiDocument } from "./api/openapi.js";
-import { connectionRoutes } from "./api/routes/connections.js";
-import { healthRoutes } from "./api/routes/health.js";
-import { ingestRoutes } from "./api/routes/ingest.js";
-import { readRoutes } from "./api/routes/read.js";
-import { usageRoutes } from "./api/routes/usage.js";
-import type { Principal } from "./identity/principal.js";
-import type { AppContext } from "./context.js";
+import { registerDocs } from "./http/docs.js";
+import { openApiDocument } from "./http/openapi.js";
+import { registerRoutes } from "./http/route.js";
+import { routes } from "./http/routes/index.js";
+import type { Actor } from "./core/actor.js";
+import type { AppContext } from "./core/context.js";
+import { RateLimiter, type RateLimiterOptions } from "./ratelimit/limiter.js";
 import { SeriesUnavailableError, SeriesValidationError } from "./stores/series/types.js";
 import { StoreNotReadyError } from "./stores/supervisor.js";
 
@@ -25,8 +31,10 @@ declare module "fastify" {
 export interface AppOptions {
   /** Largest request body accepted by default, in bytes. */
   bodyLimit?: number;
-  /** Benchmarks only: every request acts as this principal, with no key lookup and no rate limit. */
-  fixedPrincipal?: Principal;
+  /** Benchmarks only: every request acts as this actor, with no key lookup and no rate limit. */
+  fixedActor?: Actor;
+  /** Rate limiter tuning (tests shorten its sync interval). */
+  limiter?: RateLimiterOptions;
 }
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
@@ -34,6 +42,7 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
 /** Maps any thrown value to the ApiError the client sees. Internal messages never leave for a 5xx. */
 export function toApiError(err: unknown, bodyLimit?: number): ApiError {
   if (err instanceof ApiError) return err;
+  if (err instanceof ServiceError) return fromServiceError(err);
   if (err instanceof StoreNotReadyError) return unavailable(err.message, { store: err.store });
   if (err instanceof SeriesUnavailableError)
     return unavailable("The series store is unavailable; nothing was stored. Retry shortly.", {
@@ -97,10 +106,11 @@ export async function buildApp(ctx: AppContext, opts: AppOptions = {}): Promise<
 
   app.setErrorHandler((err, req, reply) => {
     const apiErr = toApiError(err, req.routeOptions.bodyLimit);
-    if (apiErr.statusCode === 503 && !reply.hasHeader("retry-after")) reply.header("Retry-After", 5);
+    if (apiErr.statusCode === 503 && !reply.hasHeader("retry-after"))
+      reply.header("Retry-After", err instanceof ServiceError && err.retryAfter ? err.retryAfter : 5);
     if (apiErr.statusCode >= 500 && apiErr.statusCode !== 503) req.log.error({ err }, "request failed");
     // A 503 the app chose (ingest backlog full) logs itself, at most once a second.
-    else if (apiErr.statusCode === 503 && !(err instanceof ApiError))
+    else if (apiErr.statusCode === 503 && !(err instanceof ApiError) && !(err instanceof ServiceError))
       req.log.warn({ err: (err as Error).message }, "store unavailable");
     const style = req.routeOptions.config?.errorStyle ?? "envelope";
     return reply.code(apiErr.statusCode).send(renderError(style, apiErr));
@@ -111,13 +121,17 @@ export async function buildApp(ctx: AppContext, opts: AppOptions = {}): Promise<
     return reply.code(404).send(renderError("envelope", err));
   });
 
-  registerAuth(app, ctx, opts.fixedPrincipal);
-  const openapi = openApiDocument(ctx.config.publicUrl, "0.1.0");
+  // The rate limit belongs to the edge: the app owns its limiter and writes its counts on close.
+  const limiter = new RateLimiter(() => ctx.stores.db, ctx.log, {
+    now: () => ctx.now().getTime(),
+    ...opts.limiter,
+  });
+  app.addHook("onClose", () => limiter.close().catch(() => {}));
+  registerAuth(app, ctx, limiter, opts.fixedActor);
+  // One table drives the routes, their document and the interactive reference at /docs.
+  registerRoutes(app, ctx, routes);
+  const openapi = openApiDocument(routes, ctx.config.publicUrl, "0.1.0");
   app.get("/v1/openapi.json", async () => openapi);
-  await app.register(async (scope) => healthRoutes(scope, ctx));
-  await app.register(async (scope) => connectionRoutes(scope, ctx));
-  await app.register(async (scope) => usageRoutes(scope, ctx));
-  await app.register(async (scope) => ingestRoutes(scope, ctx));
-  await app.register(async (scope) => readRoutes(scope, ctx));
+  await registerDocs(app, openapi);
   return app;
 }

@@ -9,7 +9,7 @@ import { migrateAll } from "./stores/index.js";
 const USAGE = `Usage: vigil <command> [options]
 
 Commands:
-  serve [--roles api,probe,jobs]   REST API, ingest, MCP, probes and jobs (default: all roles)
+  serve [--roles api,probe,jobs]   REST API, ingest, probes and jobs (default: all roles)
   migrate                          apply database migrations and the QuestDB schema, then exit
   admin <command> [options]        account set-up (create-user, create-org, add-member, create-key, revoke-key)
   sim <kind> [options]             simulators of the monitored platforms (workflow_a, workflow_b, gateway)

@@ -2,11 +2,12 @@ import type { Logger } from "pino";
 import { buildApp } from "./app.js";
 import type { Config } from "./config.js";
 import { startAdminSocket } from "./admin/socket.js";
-import { closeContext, createContext } from "./context.js";
+import { closeContext, createContext } from "./core/context.js";
+import { keyStore } from "./identity/keys.js";
+import { clusterJobs, probeProcessJobs } from "./jobs/jobs.js";
+import { JobRunner } from "./jobs/runner.js";
 import { DeliveryJob } from "./notifications/delivery.js";
 import { smtpMailer } from "./notifications/mailer.js";
-import { HeartbeatMonitor } from "./probes/heartbeats.js";
-import { RetentionJob } from "./retention/job.js";
 import { ProbeWorker } from "./probes/worker.js";
 import { createLogger } from "./lib/logger.js";
 import { StoreSupervisor } from "./stores/supervisor.js";
@@ -66,10 +67,10 @@ export async function serve(config: Config, roles: Role[], log: Logger = createL
     force.unref();
     try {
       await app.close();
+      await probeJobs?.stop();
       await prober?.stop();
-      await delivery?.stop();
-      await monitor?.stop();
-      await retention?.stop();
+      await jobs?.stop();
+      delivery?.stop();
       adminSocket?.close();
       await closeContext(ctx);
       await stores.close();
@@ -93,12 +94,13 @@ export async function serve(config: Config, roles: Role[], log: Logger = createL
     void stores.whenReady().then(async () => {
       adminSocket = await startAdminSocket(
         config.dataDir,
-        () => ({ db: stores.db, credentials: ctx.credentials, keys: ctx.keys }),
+        () => ({ db: stores.db, credentials: ctx.credentials, keys: keyStore(ctx), now: () => ctx.now() }),
         log,
       );
     });
   }
   let prober: ProbeWorker | undefined;
+  let probeJobs: JobRunner | undefined;
   if (roles.includes("probe")) {
     void stores.whenReady().then(() => {
       if (closing) return;
@@ -108,12 +110,13 @@ export async function serve(config: Config, roles: Role[], log: Logger = createL
         timeoutMs: config.probe.timeoutMs,
       });
       prober.start();
+      probeJobs = new JobRunner(ctx, probeProcessJobs(prober));
+      probeJobs.start();
       log.info({ worker: prober.workerId }, "probe scheduler started");
     });
   }
   let delivery: DeliveryJob | undefined;
-  let monitor: HeartbeatMonitor | undefined;
-  let retention: RetentionJob | undefined;
+  let jobs: JobRunner | undefined;
   if (roles.includes("jobs")) {
     void stores.whenReady().then(() => {
       if (closing) return;
@@ -121,12 +124,12 @@ export async function serve(config: Config, roles: Role[], log: Logger = createL
         () => stores.db,
         config.smtpUrl ? smtpMailer(config.smtpUrl, config.mailFrom) : null,
         log,
+        { now: () => ctx.now() },
       );
-      delivery.start();
-      monitor = new HeartbeatMonitor(ctx);
-      monitor.start();
-      retention = new RetentionJob(ctx);
-      retention.start();
+      // One runner for the cluster's periodic work: heartbeat monitor, rollups, expiry, e-mail
+      // delivery, probe housekeeping; each under its lock (jobs/jobs.ts).
+      jobs = new JobRunner(ctx, clusterJobs(delivery));
+      jobs.start();
     });
   }
   if (roles.includes("api")) {
@@ -136,7 +139,7 @@ export async function serve(config: Config, roles: Role[], log: Logger = createL
   if (!config.databaseUrl) {
     process.stderr.write(
       `Vigil is running on the embedded default; its data lives in ${config.dataDir}\n` +
-        `  API: ${config.publicUrl}/v1  health: ${config.publicUrl}/healthz  readiness: ${config.publicUrl}/readyz\n`,
+        `  API: ${config.publicUrl}/v1  reference: ${config.publicUrl}/docs  health: ${config.publicUrl}/healthz  readiness: ${config.publicUrl}/readyz\n`,
     );
   }
   return { app, stores, ctx };

@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import { addMember, createKey, createOrg, createUser, revokeKey } from "../identity/accounts.js";
 import type { KeyStore } from "../identity/keys.js";
-import { parsePermissions } from "../identity/principal.js";
+import { parsePermissions } from "../core/actor.js";
 import type { CredentialBox } from "../lib/credentials.js";
 import type { RelationalStore } from "../stores/relational/types.js";
 import { reencryptCredentials } from "./reencrypt.js";
@@ -67,6 +67,8 @@ export interface AdminDeps {
   credentials: CredentialBox;
   /** When run inside a server, its key cache (a revoked key stops at once). */
   keys?: KeyStore;
+  /** When run inside a server, its clock (ctx.now); the CLI on its own uses the wall clock. */
+  now?: () => Date;
 }
 
 export async function runAdmin(deps: AdminDeps, req: AdminRequest): Promise<unknown> {
@@ -93,7 +95,8 @@ export async function runAdmin(deps: AdminDeps, req: AdminRequest): Promise<unkn
         name: o.name,
       });
     case "revoke-key": {
-      const result = await revokeKey(deps.db, o.id as string);
+      // a server passes its clock; the CLI on its own has only the wall clock
+      const result = await revokeKey(deps.db, o.id as string, deps.now ? deps.now() : new Date());
       deps.keys?.invalidate((p) => p.keyId === o.id);
       return result;
     }

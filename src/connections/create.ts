@@ -1,12 +1,14 @@
 import { randomUUID } from "node:crypto";
-import type { AppContext } from "../context.js";
+import type { AppContext } from "../core/context.js";
 import { insertKey } from "../identity/keys.js";
-import type { Principal } from "../identity/principal.js";
+import type { Actor, ApiKeyActor, UserActor } from "../core/actor.js";
 import type { Plan } from "../identity/plans.js";
-import { mayPlaceIn } from "../identity/visibility.js";
-import { CHECK_INTERVAL_SECONDS } from "../probes/schedule.js";
+import { accountPlan } from "../identity/repository.js";
+import { asManager, mayPlaceIn } from "../identity/visibility.js";
+import { CHECK_INTERVAL_SECONDS } from "../identity/plans.js";
 import type { Queryable } from "../stores/relational/types.js";
 import { invalid, placementDenied } from "./errors.js";
+import { insertConnection } from "./repository.js";
 import { type CreateConnectionBody, KIND_FIELDS } from "./schema.js";
 
 const CREDENTIAL_FIELDS = ["base_url", "api_key", "api_token", "region"] as const;
@@ -38,7 +40,7 @@ export function checkAllowedFields(
  */
 export async function checkMonitoringFields(
   db: Queryable,
-  p: Principal,
+  p: ApiKeyActor | UserActor,
   kind: CreateConnectionBody["service_type"],
   organizationId: string | null,
   body: Record<string, unknown>,
@@ -65,19 +67,18 @@ export async function checkMonitoringFields(
 
 /** The plan that governs a connection: its organization's, or its owner's. */
 export async function planOf(db: Queryable, userId: string, organizationId: string | null): Promise<Plan> {
-  const r = organizationId
-    ? await db.query<{ plan: Plan }>("SELECT plan FROM organizations WHERE id = $1", [organizationId])
-    : await db.query<{ plan: Plan }>("SELECT plan FROM users WHERE id = $1", [userId]);
-  return r.rows[0]?.plan ?? "free";
+  return (await accountPlan(db, { userId, organizationId })) ?? "free";
 }
 
 /** The organization a request names: `personal` and null mean none; omitted means the key's own. */
-export function requestedOrganization(p: Principal, value: string | null | undefined): string | null {
-  if (value === undefined) return p.kind === "organization" ? p.organizationId : null;
+export function requestedOrganization(p: Actor, value: string | null | undefined): string | null {
+  if (value === undefined)
+    return p.type === "api_key" && p.scope === "organization" ? p.organizationId : null;
   return value === "personal" || value === null ? null : value;
 }
 
-export async function createConnection(ctx: AppContext, p: Principal, body: CreateConnectionBody) {
+export async function createConnection(ctx: AppContext, actor: Actor, body: CreateConnectionBody) {
+  const p = asManager(actor);
   checkRequiredFields(body.service_type, body);
   checkAllowedFields(body.service_type, body);
   const db = ctx.stores.db;
@@ -88,30 +89,28 @@ export async function createConnection(ctx: AppContext, p: Principal, body: Crea
 
   const id = randomUUID();
   return db.transaction(async (tx) => {
-    await tx.query(
-      `INSERT INTO connections (id, user_id, organization_id, service_type, service_name, status, base_url,
-                                api_key_enc, api_key_length, api_token_enc, api_token_length, region, team_id, configuration,
-                                check_interval_seconds, failure_threshold, heartbeat_interval_seconds, heartbeat_grace_seconds)
-       VALUES ($1, $2, $3, $4, $5, 'inactive', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
-      [
+    await insertConnection(
+      tx,
+      {
         id,
-        p.userId,
+        userId: p.userId,
         organizationId,
-        body.service_type,
-        body.service_name,
-        body.base_url ?? null,
-        body.api_key ? ctx.credentials.encrypt(body.api_key) : null,
-        body.api_key?.length ?? 0,
-        body.api_token ? ctx.credentials.encrypt(body.api_token) : null,
-        body.api_token?.length ?? 0,
-        body.region ?? null,
-        body.team_id ?? null,
-        body.configuration === undefined ? null : JSON.stringify(body.configuration),
-        body.check_interval_seconds ?? null,
-        body.failure_threshold ?? null,
-        body.heartbeat_interval_seconds ?? null,
-        body.heartbeat_grace_seconds ?? null,
-      ],
+        serviceType: body.service_type,
+        serviceName: body.service_name,
+        baseUrl: body.base_url ?? null,
+        apiKeyEnc: body.api_key ? ctx.credentials.encrypt(body.api_key) : null,
+        apiKeyLength: body.api_key?.length ?? 0,
+        apiTokenEnc: body.api_token ? ctx.credentials.encrypt(body.api_token) : null,
+        apiTokenLength: body.api_token?.length ?? 0,
+        region: body.region ?? null,
+        teamId: body.team_id ?? null,
+        configuration: body.configuration === undefined ? null : JSON.stringify(body.configuration),
+        checkIntervalSeconds: body.check_interval_seconds ?? null,
+        failureThreshold: body.failure_threshold ?? null,
+        heartbeatIntervalSeconds: body.heartbeat_interval_seconds ?? null,
+        heartbeatGraceSeconds: body.heartbeat_grace_seconds ?? null,
+      },
+      ctx.now(),
     );
     const ingestKey =
       body.service_type === "gateway"

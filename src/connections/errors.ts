@@ -1,7 +1,6 @@
-import { ApiError } from "../api/errors.js";
+import { forbidden, invalidInput, notFound } from "../core/errors.js";
 
-export const connectionNotFound = () => new ApiError(404, "NOT_FOUND", "Connection not found");
-export const noAccess = () => new ApiError(403, "FORBIDDEN", "You do not have access to this connection");
-export const invalid = (field: string, message: string) =>
-  new ApiError(400, "VALIDATION_ERROR", `${field}: ${message}`, { field });
-export const placementDenied = (message: string) => new ApiError(403, "FORBIDDEN", message);
+export const connectionNotFound = () => notFound("Connection not found");
+export const noAccess = () => forbidden("You do not have access to this connection");
+export const invalid = (field: string, message: string) => invalidInput(field, message);
+export const placementDenied = (message: string) => forbidden(message);

@@ -5,6 +5,8 @@ import { z } from "zod";
 export const SERVICE_TYPES = ["workflow_a", "workflow_b", "gateway"] as const;
 export type ServiceType = (typeof SERVICE_TYPES)[number];
 export const CONNECTION_STATUSES = ["active", "inactive", "error"] as const;
+/** The spec's connection statuses. */
+export type ConnectionStatus = (typeof CONNECTION_STATUSES)[number];
 
 const enumOf = <T extends readonly [string, ...string[]]>(values: T) =>
   z.enum(values, { error: `must be one of ${values.join(", ")}` });

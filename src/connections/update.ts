@@ -1,10 +1,11 @@
-import type { AppContext } from "../context.js";
-import type { Principal } from "../identity/principal.js";
-import { mayPlaceIn } from "../identity/visibility.js";
+import type { AppContext } from "../core/context.js";
+import type { Actor } from "../core/actor.js";
+import { asManager, mayPlaceIn } from "../identity/visibility.js";
 import { requireAccess } from "./access.js";
 import { checkAllowedFields, checkMonitoringFields, requestedOrganization } from "./create.js";
 import { connectionNotFound, invalid, placementDenied } from "./errors.js";
-import { getConnectionRow, toConnection } from "./repository.js";
+import { type ConnectionChanges, getConnectionRow, toConnection, updateConnectionRow } from "./repository.js";
+import { recordStatus } from "./status.js";
 import { MONITORING_FIELDS, type ServiceType, type UpdateConnectionBody } from "./schema.js";
 
 /**
@@ -13,10 +14,11 @@ import { MONITORING_FIELDS, type ServiceType, type UpdateConnectionBody } from "
  */
 export async function updateConnection(
   ctx: AppContext,
-  p: Principal,
+  actor: Actor,
   id: string,
   body: UpdateConnectionBody,
 ) {
+  const p = asManager(actor);
   const fields = Object.keys(body).filter((k) => body[k as keyof UpdateConnectionBody] !== undefined);
   if (fields.length === 0) throw invalid("body", "name at least one field to change");
   const db = ctx.stores.db;
@@ -26,27 +28,23 @@ export async function updateConnection(
   const kind = current.service_type as ServiceType;
   checkAllowedFields(kind, body);
 
-  const sets: string[] = [];
-  const params: unknown[] = [id];
-  const set = (col: string, v: unknown) => {
-    params.push(v);
-    sets.push(`${col} = $${params.length}`);
+  const changes: ConnectionChanges = {
+    service_name: body.service_name,
+    base_url: body.base_url,
+    region: body.region,
+    team_id: body.team_id,
   };
-  if (body.service_name !== undefined) set("service_name", body.service_name);
-  if (body.base_url !== undefined) set("base_url", body.base_url);
   if (body.api_key !== undefined) {
-    set("api_key_enc", ctx.credentials.encrypt(body.api_key));
-    set("api_key_length", body.api_key.length);
+    changes.api_key_enc = ctx.credentials.encrypt(body.api_key);
+    changes.api_key_length = body.api_key.length;
   }
   if (body.api_token !== undefined) {
-    set("api_token_enc", ctx.credentials.encrypt(body.api_token));
-    set("api_token_length", body.api_token.length);
+    changes.api_token_enc = ctx.credentials.encrypt(body.api_token);
+    changes.api_token_length = body.api_token.length;
   }
-  if (body.region !== undefined) set("region", body.region);
-  for (const f of MONITORING_FIELDS) if (body[f] !== undefined) set(f, body[f]);
-  if (body.team_id !== undefined) set("team_id", body.team_id);
+  for (const f of MONITORING_FIELDS) changes[f] = body[f];
   if (body.configuration !== undefined)
-    set("configuration", body.configuration === null ? null : JSON.stringify(body.configuration));
+    changes.configuration = body.configuration === null ? null : JSON.stringify(body.configuration);
   const targetOrg =
     body.organization_id === undefined
       ? current.organization_id
@@ -57,23 +55,20 @@ export async function updateConnection(
     if (target !== current.organization_id) {
       const denied = await mayPlaceIn(db, p, target);
       if (denied) throw placementDenied(denied);
-      set("organization_id", target);
+      changes.organization_id = target;
     }
   }
   const reconfirm = ["base_url", "api_key", "api_token", "region"].some(
     (f) => body[f as keyof UpdateConnectionBody] !== undefined,
   );
-  // A new address or credential is checked within seconds, from a clean slate.
-  if (reconfirm)
-    sets.push(
-      "status = 'inactive'",
-      "next_check_at = now()",
-      "consecutive_failures = 0",
-      "consecutive_successes = 0",
-    );
-  sets.push("updated_at = now()");
-  await db.query(`UPDATE connections SET ${sets.join(", ")} WHERE id = $1`, params);
-  const row = await getConnectionRow(db, id);
+  const at = ctx.now();
+  const row = await db.transaction(async (tx) => {
+    // A new address or credential is checked within seconds, from a clean slate, and the
+    // connection is unconfirmed (inactive) until then: the status move is recordStatus's.
+    await updateConnectionRow(tx, id, changes, at, { recheck: reconfirm });
+    if (reconfirm) await recordStatus(tx, id, { type: "reconfigured" }, at);
+    return getConnectionRow(tx, id);
+  });
   if (!row) throw connectionNotFound();
   return { message: "Connection updated", connection: toConnection(row) };
 }

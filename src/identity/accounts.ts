@@ -4,7 +4,17 @@ import type { Queryable, RelationalStore } from "../stores/relational/types.js";
 import { insertKey } from "./keys.js";
 import { hashPassword } from "./passwords.js";
 import { PLANS, type Plan } from "./plans.js";
-import type { KeyKind, Permission, Role } from "./principal.js";
+import type { Permission, Role } from "../core/actor.js";
+import type { KeyKind } from "./keys.js";
+import {
+  insertOrganization,
+  insertUser,
+  membershipRole,
+  organizationExists,
+  putMembership,
+  revokeKeyRow,
+  userExists,
+} from "./repository.js";
 
 /** A refused account operation; the message says what to do. */
 export class AccountError extends Error {
@@ -14,13 +24,11 @@ export class AccountError extends Error {
 const isUniqueViolation = (err: unknown) => (err as { code?: string }).code === "23505";
 
 async function requireUser(db: Queryable, id: string): Promise<void> {
-  const r = await db.query("SELECT 1 FROM users WHERE id = $1", [id]);
-  if (r.rows.length === 0) throw new AccountError(`no user with id ${id}`);
+  if (!(await userExists(db, id))) throw new AccountError(`no user with id ${id}`);
 }
 
 async function requireOrg(db: Queryable, id: string): Promise<void> {
-  const r = await db.query("SELECT 1 FROM organizations WHERE id = $1", [id]);
-  if (r.rows.length === 0) throw new AccountError(`no organization with id ${id}`);
+  if (!(await organizationExists(db, id))) throw new AccountError(`no organization with id ${id}`);
 }
 
 export function checkPlan(plan: string): Plan {
@@ -40,12 +48,12 @@ export async function createUser(
     throw new AccountError("--password must be at least 8 characters");
   const id = randomUUID();
   try {
-    await db.query("INSERT INTO users (id, email, password_hash, plan) VALUES ($1, $2, $3, $4)", [
+    await insertUser(db, {
       id,
-      email.data,
-      u.password ? await hashPassword(u.password) : null,
+      email: email.data,
+      passwordHash: u.password ? await hashPassword(u.password) : null,
       plan,
-    ]);
+    });
   } catch (err) {
     if (isUniqueViolation(err)) throw new AccountError(`a user with the e-mail ${email.data} already exists`);
     throw err;
@@ -60,11 +68,8 @@ export async function createOrg(db: RelationalStore, o: { name: string; owner: s
   const id = randomUUID();
   await db.transaction(async (tx) => {
     await requireUser(tx, o.owner);
-    await tx.query("INSERT INTO organizations (id, name, plan) VALUES ($1, $2, $3)", [id, name, plan]);
-    await tx.query("INSERT INTO memberships (organization_id, user_id, role) VALUES ($1, $2, 'owner')", [
-      id,
-      o.owner,
-    ]);
+    await insertOrganization(tx, { id, name, plan });
+    await putMembership(tx, { organizationId: id, userId: o.owner, role: "owner" });
   });
   return { id, name, plan };
 }
@@ -75,11 +80,7 @@ export async function addMember(db: RelationalStore, m: { org: string; user: str
   await db.transaction(async (tx) => {
     await requireOrg(tx, m.org);
     await requireUser(tx, m.user);
-    await tx.query(
-      `INSERT INTO memberships (organization_id, user_id, role) VALUES ($1, $2, $3)
-       ON CONFLICT (organization_id, user_id) DO UPDATE SET role = EXCLUDED.role`,
-      [m.org, m.user, m.role],
-    );
+    await putMembership(tx, { organizationId: m.org, userId: m.user, role: m.role as Role });
   });
   return { org_id: m.org, user_id: m.user, role: m.role as Role };
 }
@@ -98,11 +99,7 @@ export async function createKey(
     await requireUser(tx, k.user);
     if (k.org) {
       await requireOrg(tx, k.org);
-      const r = await tx.query<{ role: Role }>(
-        "SELECT role FROM memberships WHERE organization_id = $1 AND user_id = $2",
-        [k.org, k.user],
-      );
-      const role = r.rows[0]?.role;
+      const role = await membershipRole(tx, k.user, k.org);
       if (role !== "admin" && role !== "owner")
         throw new AccountError("organization keys need the admin or owner role in that organization");
     }
@@ -118,10 +115,8 @@ export async function createKey(
   return { id, key, kind, permissions: k.permissions };
 }
 
-export async function revokeKey(db: RelationalStore, id: string) {
-  const r = await db.query("UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1", [
-    id,
-  ]);
-  if (r.rowCount === 0) throw new AccountError(`no API key with id ${id}`);
+/** Revokes a key at `at` (the caller's clock: the CLI has no app context, a server passes ctx.now()). */
+export async function revokeKey(db: RelationalStore, id: string, at: Date) {
+  if (!(await revokeKeyRow(db, id, at))) throw new AccountError(`no API key with id ${id}`);
   return { id, revoked: true as const };
 }

@@ -1,8 +1,31 @@
 import { hash, randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import type { Queryable, RelationalStore } from "../stores/relational/types.js";
-import { API_RATE_LIMIT_PER_HOUR, INGEST_RATE_LIMIT_PER_HOUR, type Plan } from "./plans.js";
-import type { KeyKind, Permission, Principal } from "./principal.js";
+import { API_RATE_LIMIT_PER_HOUR, INGEST_RATE_LIMIT_PER_HOUR } from "./plans.js";
+import type { KeyActor } from "../core/actor.js";
+import { perApp } from "../core/context.js";
+import {
+  insertKeyRow,
+  type KeyKind,
+  keyByHash,
+  type KeyRow,
+  type NewKey,
+  recordKeysLastUsed,
+} from "./repository.js";
+
+export type { KeyKind };
+
+/** What a key's holder may spend: requests per hour, counted against one scope (an account or a gateway). */
+export interface RateBudget {
+  scope: string;
+  limitPerHour: number;
+}
+
+/** A key that authenticates: who it acts as, and the budget the edge's rate limiter counts it against. */
+export interface KeyAuth {
+  actor: KeyActor;
+  rateLimit: RateBudget;
+}
 
 /**
  * API keys: `vgl_` (REST) or `vgi_` (heartbeat ingestion) followed by 192 random bits.
@@ -17,68 +40,16 @@ export function generateKey(kind: KeyKind): string {
 
 export const hashKey = (key: string) => hash("sha256", key, "hex");
 
-export async function insertKey(
-  tx: Queryable,
-  k: {
-    id: string;
-    userId: string;
-    kind: KeyKind;
-    organizationId?: string | null;
-    connectionId?: string | null;
-    name?: string | null;
-    permissions: Permission[];
-  },
-): Promise<string> {
+export async function insertKey(tx: Queryable, k: NewKey): Promise<string> {
   const key = generateKey(k.kind);
-  await tx.query(
-    `INSERT INTO api_keys (id, user_id, kind, organization_id, connection_id, name, display_prefix, key_hash, permissions)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-    [
-      k.id,
-      k.userId,
-      k.kind,
-      k.organizationId ?? null,
-      k.connectionId ?? null,
-      k.name ?? null,
-      key.slice(0, 12),
-      hashKey(key),
-      k.permissions,
-    ],
-  );
+  await insertKeyRow(tx, { ...k, displayPrefix: key.slice(0, 12), keyHash: hashKey(key) });
   return key;
 }
 
-interface KeyRow {
-  id: string;
-  user_id: string;
-  kind: KeyKind;
-  organization_id: string | null;
-  connection_id: string | null;
-  permissions: Permission[];
-  revoked_at: Date | null;
-  user_plan: Plan;
-  user_limit: number | null;
-  org_plan: Plan | null;
-  org_limit: number | null;
-  still_member: boolean;
-}
-
-const LOOKUP = `
-  SELECT k.id, k.user_id, k.kind, k.organization_id, k.connection_id, k.permissions, k.revoked_at,
-         u.plan AS user_plan, u.rate_limit_per_hour AS user_limit,
-         o.plan AS org_plan, o.rate_limit_per_hour AS org_limit,
-         (k.organization_id IS NULL OR EXISTS (
-            SELECT 1 FROM memberships m WHERE m.organization_id = k.organization_id AND m.user_id = k.user_id
-         )) AS still_member
-    FROM api_keys k
-    JOIN users u ON u.id = k.user_id
-    LEFT JOIN organizations o ON o.id = k.organization_id
-   WHERE k.key_hash = $1`;
-
-function toPrincipal(r: KeyRow): Principal | null {
+function toKeyAuth(r: KeyRow): KeyAuth | null {
   // An organization key stops working when its user leaves the organization.
   if (r.revoked_at || !r.still_member) return null;
-  let rateLimit: Principal["rateLimit"];
+  let rateLimit: RateBudget;
   if (r.kind === "usage_ingestion") {
     rateLimit = {
       scope: `connection:${r.connection_id}`,
@@ -95,19 +66,22 @@ function toPrincipal(r: KeyRow): Principal | null {
       limitPerHour: r.user_limit ?? API_RATE_LIMIT_PER_HOUR[r.user_plan],
     };
   }
-  return {
-    keyId: r.id,
-    userId: r.user_id,
-    kind: r.kind,
-    organizationId: r.organization_id,
-    connectionId: r.connection_id,
-    permissions: new Set(r.permissions),
-    rateLimit,
-  };
+  const actor: KeyActor =
+    r.kind === "usage_ingestion" && r.connection_id
+      ? { type: "ingestion_key", keyId: r.id, userId: r.user_id, connectionId: r.connection_id }
+      : {
+          type: "api_key",
+          keyId: r.id,
+          userId: r.user_id,
+          scope: r.kind === "organization" ? "organization" : "personal",
+          organizationId: r.kind === "organization" ? r.organization_id : null,
+          permissions: new Set(r.permissions),
+        };
+  return { actor, rateLimit };
 }
 
 interface CacheEntry {
-  principal: Principal | null;
+  auth: KeyAuth | null;
   fetchedAt: number;
 }
 
@@ -116,22 +90,26 @@ export interface KeyStoreOptions {
   ttlMs?: number;
   maxEntries?: number;
   lastUsedFlushMs?: number;
+  /** The cache's own clock, in ms (its TTL bookkeeping): the wall clock unless a test drives it. */
   now?: () => number;
+  /** The business clock `last_used_at` is read from (the app's ctx.now); defaults to the cache's clock. */
+  clock?: () => Date;
 }
 
 /**
- * Resolves API keys to principals. Warm keys are answered from memory: at most one database
+ * Resolves API keys to actors. Warm keys are answered from memory: at most one database
  * read per key every `ttlMs` (3 s), so a revocation made on any node takes effect everywhere
  * within that time, and at once on the node that made it (`invalidate`). `last_used_at` is
  * written in batches, not per request.
  */
 export class KeyStore {
   private readonly cache = new Map<string, CacheEntry>();
-  private readonly inflight = new Map<string, Promise<Principal | null>>();
+  private readonly inflight = new Map<string, Promise<KeyAuth | null>>();
   private readonly lastUsed = new Map<string, Date>();
   private readonly ttlMs: number;
   private readonly maxEntries: number;
   private readonly now: () => number;
+  private readonly clock: () => Date;
   private readonly timer: NodeJS.Timeout;
 
   constructor(
@@ -142,49 +120,49 @@ export class KeyStore {
     this.ttlMs = opts.ttlMs ?? 3_000;
     this.maxEntries = opts.maxEntries ?? 100_000;
     this.now = opts.now ?? Date.now;
+    this.clock = opts.clock ?? (() => new Date(this.now()));
     this.timer = setInterval(() => void this.flushLastUsed().catch(() => {}), opts.lastUsedFlushMs ?? 30_000);
     this.timer.unref();
   }
 
-  async authenticate(key: string): Promise<Principal | null> {
+  async authenticate(key: string): Promise<KeyAuth | null> {
     if (!KEY_PATTERN.test(key)) return null;
     const hash = hashKey(key);
     const hit = this.cache.get(hash);
-    let principal: Principal | null;
+    let auth: KeyAuth | null;
     if (hit && this.now() - hit.fetchedAt < this.ttlMs) {
-      principal = hit.principal;
+      auth = hit.auth;
     } else {
       let pending = this.inflight.get(hash);
       if (!pending) {
         pending = this.load(hash).finally(() => this.inflight.delete(hash));
         this.inflight.set(hash, pending);
       }
-      principal = await pending;
+      auth = await pending;
     }
-    if (principal) this.lastUsed.set(principal.keyId, new Date(this.now()));
-    return principal;
+    if (auth) this.lastUsed.set(auth.actor.keyId, this.clock());
+    return auth;
   }
 
-  private async load(hash: string): Promise<Principal | null> {
-    const res = await this.db().query<KeyRow & Record<string, unknown>>(LOOKUP, [hash]);
-    const row = res.rows[0];
-    const principal = row ? toPrincipal(row) : null;
+  private async load(hash: string): Promise<KeyAuth | null> {
+    const row = await keyByHash(this.db(), hash);
+    const auth = row ? toKeyAuth(row) : null;
     if (this.cache.size >= this.maxEntries) {
       const oldest = this.cache.keys().next().value;
       if (oldest !== undefined) this.cache.delete(oldest);
     }
     this.cache.delete(hash);
-    this.cache.set(hash, { principal, fetchedAt: this.now() });
-    return principal;
+    this.cache.set(hash, { auth, fetchedAt: this.now() });
+    return auth;
   }
 
   /** Forget cached keys (all, or those matching) so the next request reads them again. */
-  invalidate(match?: (p: Principal) => boolean): void {
+  invalidate(match?: (k: KeyActor) => boolean): void {
     if (!match) {
       this.cache.clear();
       return;
     }
-    for (const [hash, e] of this.cache) if (e.principal && match(e.principal)) this.cache.delete(hash);
+    for (const [hash, e] of this.cache) if (e.auth && match(e.auth.actor)) this.cache.delete(hash);
   }
 
   async flushLastUsed(): Promise<void> {
@@ -192,12 +170,7 @@ export class KeyStore {
     const entries = [...this.lastUsed];
     this.lastUsed.clear();
     try {
-      await this.db().query(
-        `UPDATE api_keys SET last_used_at = v.t
-           FROM (SELECT unnest($1::text[]) AS id, unnest($2::timestamptz[]) AS t) v
-          WHERE api_keys.id = v.id AND (api_keys.last_used_at IS NULL OR api_keys.last_used_at < v.t)`,
-        [entries.map(([id]) => id), entries.map(([, t]) => t.toISOString())],
-      );
+      await recordKeysLastUsed(this.db(), entries);
     } catch (err) {
       this.log.warn({ err: (err as Error).message }, "could not record key last_used_at; will retry");
       for (const [id, t] of entries) if (!this.lastUsed.has(id)) this.lastUsed.set(id, t);
@@ -209,3 +182,8 @@ export class KeyStore {
     await this.flushLastUsed();
   }
 }
+
+/** This app's key cache (made on first use; tests may supply one with other options). */
+export const keyStore = perApp(
+  (ctx) => new KeyStore(() => ctx.stores.db, ctx.log, { clock: () => ctx.now() }),
+);

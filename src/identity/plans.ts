@@ -32,3 +32,11 @@ export const RAW_RETENTION_DAYS: Record<Plan, number> = {
   scale: 90,
   enterprise: 365,
 };
+
+/** Check interval by plan, in seconds, and the shortest a connection may ask for. */
+export const CHECK_INTERVAL_SECONDS: Record<Plan, { default: number; minimum: number }> = {
+  free: { default: 300, minimum: 60 },
+  pro: { default: 60, minimum: 30 },
+  scale: { default: 30, minimum: 10 },
+  enterprise: { default: 30, minimum: 10 },
+};

@@ -1,21 +1,17 @@
 import { hash } from "node:crypto";
-import { ApiError } from "../api/errors.js";
-import type { AppContext } from "../context.js";
-import type { Principal } from "../identity/principal.js";
-import {
-  availabilitySamples,
-  gatewayHeartbeats,
-  gatewayModelUsage,
-  type RowOf,
-} from "../stores/series/tables.js";
+import { invalidInput } from "../core/errors.js";
+import type { AppContext } from "../core/context.js";
+import type { IngestionKeyActor } from "../core/actor.js";
+import { gatewayHeartbeats, gatewayModelUsage, type RowOf } from "../stores/series/tables.js";
+import { heartbeatSample, samplesCommitted, samplesWrite } from "../availability/samples.js";
 import type { HeartbeatBody } from "./heartbeat-schema.js";
 import { costUsd } from "./pricing.js";
-import { markLateSamples } from "../retention/rollups.js";
+import { heartbeatRepeats } from "./repeats.js";
+import { priceBook } from "./pricing.js";
+import { connectionStatusCache } from "../connections/status.js";
 
 /** How far in the future a period may end before it is refused as a clock error. */
 const MAX_CLOCK_SKEW_MS = 5 * 60_000;
-/** How old a heartbeat's period end may be and still add an availability sample. */
-const MAX_SAMPLE_AGE_MS = 86_400_000;
 
 /** Stable JSON (sorted keys), so the same body always hashes the same. */
 function canonical(v: unknown): string {
@@ -44,7 +40,7 @@ export async function heartbeatIdentity(
   const period = body.tokens?.period;
   if (!period) {
     const digest = hash("sha256", `body\n${connectionId}\n${canonical(body)}`, "hex");
-    return ctx.heartbeatRepeats.place(connectionId, digest, received);
+    return heartbeatRepeats(ctx).place(connectionId, digest, received);
   }
   const start = new Date(period.startedAt);
   const end = new Date(period.endedAt);
@@ -59,16 +55,12 @@ export async function heartbeatIdentity(
  * daemon gave no cost), and an availability sample; marks the connection active. Resolves only
  * after the series store committed all of it.
  */
-export async function ingestHeartbeat(ctx: AppContext, p: Principal, body: HeartbeatBody) {
-  const connectionId = p.connectionId as string;
+export async function ingestHeartbeat(ctx: AppContext, p: IngestionKeyActor, body: HeartbeatBody) {
+  const connectionId = p.connectionId;
   const received = ctx.now();
   const period = body.tokens?.period;
   if (period && Date.parse(period.endedAt) > received.getTime() + MAX_CLOCK_SKEW_MS)
-    throw new ApiError(
-      400,
-      "VALIDATION_ERROR",
-      "tokens.period.endedAt: is in the future; check the daemon's clock",
-    );
+    throw invalidInput("tokens.period.endedAt", "is in the future; check the daemon's clock", {});
   const { id, ts, start, end } = await heartbeatIdentity(ctx, connectionId, body, received);
 
   const models: RowOf<typeof gatewayModelUsage>[] = [];
@@ -76,7 +68,7 @@ export async function ingestHeartbeat(ctx: AppContext, p: Principal, body: Heart
     let cost = m.estimatedCostUsd;
     let source = "reported";
     if (cost === undefined) {
-      const price = await ctx.prices.priceOf(m.model, ts);
+      const price = await priceBook(ctx).priceOf(m.model, ts);
       cost = price ? costUsd(price, { input: m.inputTokens, output: m.outputTokens }) : 0;
       source = price ? "priced" : "unpriced";
     }
@@ -92,10 +84,16 @@ export async function ingestHeartbeat(ctx: AppContext, p: Principal, body: Heart
     });
   }
 
-  const sampled = ts.getTime() >= received.getTime() - MAX_SAMPLE_AGE_MS;
-  const healthy = body.gateway.status === "healthy";
   const pidAlive = body.system?.gatewayPidAlive ?? true;
-  const available = healthy && pidAlive;
+  const sample = heartbeatSample({
+    connectionId,
+    ts,
+    received,
+    status: body.gateway.status,
+    latencyMs: body.gateway.latencyMs,
+    pidAlive,
+  });
+  const samples = sample ? [sample] : [];
   await ctx.stores.series.write([
     {
       table: gatewayHeartbeats,
@@ -105,7 +103,7 @@ export async function ingestHeartbeat(ctx: AppContext, p: Principal, body: Heart
           connection_id: connectionId,
           heartbeat_id: id,
           status: body.gateway.status,
-          healthy,
+          healthy: body.gateway.status === "healthy",
           latency_ms: body.gateway.latencyMs,
           version: body.gateway.version,
           pid_alive: pidAlive,
@@ -124,31 +122,10 @@ export async function ingestHeartbeat(ctx: AppContext, p: Principal, body: Heart
       ],
     },
     { table: gatewayModelUsage, rows: models },
-    {
-      table: availabilitySamples,
-      // A heartbeat for a period that ended over a day ago still counts its tokens, but adds no
-      // availability sample: days before yesterday are already rolled up and final (README: Retention).
-      rows: !sampled
-        ? []
-        : [
-            {
-              ts,
-              connection_id: connectionId,
-              available,
-              response_time_ms: body.gateway.latencyMs,
-              reason: available ? null : healthy ? "process_down" : "gateway_unhealthy",
-              error: available
-                ? null
-                : healthy
-                  ? "gateway process is not alive"
-                  : `gateway status ${body.gateway.status}`,
-              synthetic: false,
-              source: "heartbeat",
-            },
-          ],
-    },
+    // one group commit with the heartbeat: the sample is never stored without it
+    samplesWrite(samples),
   ]);
-  if (sampled) await markLateSamples(ctx, [{ ts }]);
-  await ctx.connectionStatus.markActive(connectionId);
+  await samplesCommitted(ctx, samples);
+  await connectionStatusCache(ctx).markActive(connectionId, received);
   return { message: "Heartbeat recorded", heartbeat_id: id };
 }

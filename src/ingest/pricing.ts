@@ -1,4 +1,6 @@
 import type { RelationalStore } from "../stores/relational/types.js";
+import { perApp } from "../core/context.js";
+import { selectPrices } from "./repository.js";
 
 export interface Price {
   model: string;
@@ -37,16 +39,9 @@ export class PriceBook {
   private async refresh(): Promise<void> {
     if (Date.now() - this.loadedAt < this.ttlMs) return;
     this.loading ??= (async () => {
-      const r = await this.db().query<{
-        model: string;
-        effective_from: Date | string;
-        input_per_mtok: number;
-        output_per_mtok: number;
-        cache_read_per_mtok: number;
-        cache_write_per_mtok: number;
-      }>("SELECT * FROM model_prices ORDER BY model, effective_from DESC");
+      const rows = await selectPrices(this.db());
       const next = new Map<string, Price[]>();
-      for (const row of r.rows) {
+      for (const row of rows) {
         const list = next.get(row.model.toLowerCase()) ?? [];
         list.push({
           model: row.model,
@@ -110,3 +105,6 @@ export function costUsd(
     1_000_000
   );
 }
+
+/** This app's pricing table cache. */
+export const priceBook = perApp((ctx) => new PriceBook(() => ctx.stores.db));

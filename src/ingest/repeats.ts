@@ -1,6 +1,7 @@
 import { hash } from "node:crypto";
 import type { SeriesStore } from "../stores/series/types.js";
 import { gatewayHeartbeats } from "../stores/series/tables.js";
+import { perApp } from "../core/context.js";
 
 /** How long after its first arrival a period-less heartbeat's resend is still a repeat. */
 export const REPEAT_WINDOW_SECONDS = 60;
@@ -75,3 +76,6 @@ export class PeriodlessRepeats {
       if (!v.pending && now - v.second > REPEAT_WINDOW_SECONDS) this.recent.delete(k);
   }
 }
+
+/** This app's memory of recent period-less heartbeats. */
+export const heartbeatRepeats = perApp((ctx) => new PeriodlessRepeats(() => ctx.stores.series));

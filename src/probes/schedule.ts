@@ -1,13 +1,5 @@
 import { createHash } from "node:crypto";
-import type { Plan } from "../identity/plans.js";
-
-/** Check interval by plan, in seconds, and the shortest a connection may ask for. */
-export const CHECK_INTERVAL_SECONDS: Record<Plan, { default: number; minimum: number }> = {
-  free: { default: 300, minimum: 60 },
-  pro: { default: 60, minimum: 30 },
-  scale: { default: 30, minimum: 10 },
-  enterprise: { default: 30, minimum: 10 },
-};
+import { CHECK_INTERVAL_SECONDS, type Plan } from "../identity/plans.js";
 
 /** Consecutive failed checks that make a run (open an incident), unless the connection sets its own. */
 export const DEFAULT_FAILURE_THRESHOLD = 3;

@@ -1,7 +1,7 @@
 import type { Agent } from "undici";
-import type { AppContext } from "../context.js";
+import type { AppContext } from "../core/context.js";
 import { executions, type RowOf } from "../stores/series/tables.js";
-import { workflowBApi } from "./checks.js";
+import { workflowBApi } from "./platforms.js";
 import { probeHttp } from "./http.js";
 
 type Execution = RowOf<typeof executions>;

@@ -1,15 +1,18 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import pLimit from "p-limit";
-import type { AppContext } from "../context.js";
-import type { Plan } from "../identity/plans.js";
-import { markLateSamples } from "../retention/rollups.js";
-import { availabilitySamples } from "../stores/series/tables.js";
-import { type CheckResult, runCheck } from "./checks.js";
+import { probeGapFill, probeSample, writeSamples } from "../availability/samples.js";
+import { type ConnectionStatus, recordStatus } from "../connections/status.js";
+import type { AppContext } from "../core/context.js";
+import { openIncident, resolveIncident } from "../incidents/incidents.js";
+import { checkConnection } from "./check.js";
+import type { CheckResult } from "./platforms.js";
+import { type Claimed, claim } from "./claim.js";
+import { changesAnything, decide } from "./decide.js";
 import { createProbeAgent } from "./http.js";
-import { type SyncState, syncExecutions } from "./sync.js";
-import { openIncident, resolveIncident } from "./incidents.js";
-import { DEFAULT_FAILURE_THRESHOLD, intervalSeconds, nextSlot, RECOVERY_SUCCESSES } from "./schedule.js";
+import { recordCheck } from "./repository.js";
+import { DEFAULT_FAILURE_THRESHOLD, intervalSeconds, nextSlot } from "./schedule.js";
+import type { SyncState } from "./sync.js";
 
 /**
  * A worker keeps up to CLAIM_AHEAD x concurrency connections claimed (checking, writing, or
@@ -20,9 +23,6 @@ import { DEFAULT_FAILURE_THRESHOLD, intervalSeconds, nextSlot, RECOVERY_SUCCESSE
  */
 const CLAIM_AHEAD = 8;
 const BACKLOG_POLL_MS = 10;
-
-/** Executions are pulled after a successful check, at most this often per connection. */
-export const SYNC_EVERY_MS = 60_000;
 
 export interface ProbeWorkerOptions {
   /** Identifies this worker's leases; unique per process. */
@@ -36,32 +36,15 @@ export interface ProbeWorkerOptions {
   timeoutMs?: number;
 }
 
-interface Claimed extends Record<string, unknown> {
-  id: string;
-  user_id: string;
-  organization_id: string | null;
-  service_type: "workflow_a" | "workflow_b";
-  service_name: string;
-  status: string;
-  base_url: string | null;
-  api_key_enc: string | null;
-  api_token_enc: string | null;
-  region: string | null;
-  team_id: string | null;
-  sync_state: SyncState;
-  last_sync_at: Date | null;
-  next_check_at: Date;
-  check_interval_seconds: number | null;
-  plan: Plan;
-}
-
 /**
- * The probe scheduler of one `vigil serve --roles probe` process. Every tick it claims the
- * connections that are due, with a lease in Postgres (FOR UPDATE SKIP LOCKED), so several
- * workers share the connection set and never check one connection twice in a slot; a dead
- * worker's leases expire and another worker picks its connections up. Checks run through one
- * keep-alive agent under a global concurrency limit; each result is a sample, then one
- * transaction updates the connection's status, counters, next slot and incidents.
+ * The probe scheduler of one `vigil serve --roles probe` process. It orchestrates the parts:
+ * every tick it claims the connections that are due (claim.ts: leases in Postgres, FOR UPDATE
+ * SKIP LOCKED, so several workers share the connection set and never check one connection twice
+ * in a slot; a dead worker's leases expire and another worker picks its connections up); each
+ * check (check.ts) runs through one keep-alive agent under a global concurrency limit; its
+ * result is a sample (availability/samples.ts), then the counters are recorded and the pure
+ * decision (decide.ts) says whether the status moves (connections/status.ts) and whether an
+ * incident opens or resolves (incidents/), all in one transaction.
  */
 export class ProbeWorker {
   readonly workerId: string;
@@ -79,7 +62,6 @@ export class ProbeWorker {
   /** Schedule lag (claim time minus the slot it was due) and checks since the last report. */
   private lags: number[] = [];
   private checks = 0;
-  private statsTimer?: NodeJS.Timeout;
 
   constructor(
     private readonly ctx: AppContext,
@@ -94,8 +76,6 @@ export class ProbeWorker {
   }
 
   start(): void {
-    this.statsTimer = setInterval(() => this.report(), 10_000);
-    this.statsTimer.unref();
     const loop = async () => {
       if (this.stopped) return;
       const claimed = await this.tick();
@@ -144,10 +124,10 @@ export class ProbeWorker {
    * so a check starts on time instead of up to a tick late. Records the schedule lag.
    */
   private async startAtSlot(c: Claimed): Promise<void> {
-    const wait = new Date(c.next_check_at).getTime() - Date.now();
+    const wait = new Date(c.next_check_at).getTime() - this.ctx.now().getTime();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     if (this.lags.length < 100_000)
-      this.lags.push(Math.max(0, Date.now() - new Date(c.next_check_at).getTime()));
+      this.lags.push(Math.max(0, this.ctx.now().getTime() - new Date(c.next_check_at).getTime()));
   }
 
   /** Waits for the checks started so far. */
@@ -155,100 +135,26 @@ export class ProbeWorker {
     while (this.running.size > 0) await Promise.all([...this.running]);
   }
 
-  private async claim(max: number): Promise<Claimed[]> {
-    const r = await this.ctx.stores.db.query<Claimed>(
-      `WITH due AS (
-         SELECT id FROM connections
-          WHERE service_type <> 'gateway' AND next_check_at <= now() + make_interval(secs => $4)
-            AND (lease_until IS NULL OR lease_until < now())
-          ORDER BY next_check_at
-          LIMIT $2
-          FOR UPDATE SKIP LOCKED
-       )
-       UPDATE connections c
-          SET lease_owner = $1, lease_until = now() + make_interval(secs => $3)
-         FROM due
-        WHERE c.id = due.id
-       RETURNING c.id, c.user_id, c.organization_id, c.service_type, c.service_name, c.status, c.base_url,
-                 c.api_key_enc, c.api_token_enc, c.region, c.team_id, c.sync_state, c.last_sync_at,
-                 c.next_check_at, c.check_interval_seconds,
-                 (SELECT coalesce(o.plan, u.plan) FROM users u LEFT JOIN organizations o ON o.id = c.organization_id
-                   WHERE u.id = c.user_id) AS plan`,
-      [this.workerId, max, this.leaseMs / 1000, this.tickMs / 1000],
-    );
-    return r.rows;
+  private claim(max: number): Promise<Claimed[]> {
+    return claim(this.ctx, { workerId: this.workerId, max, leaseMs: this.leaseMs, aheadMs: this.tickMs });
   }
 
   private async check(c: Claimed): Promise<void> {
     // The concurrency limit bounds the requests to platforms; the writes that follow do not hold a slot.
-    const { result, sync } = await this.limit(() => this.probe(c));
+    const { result, sync } = await this.limit(() => checkConnection(this.ctx, this.agent, c, this.timeoutMs));
     const at = this.ctx.now();
     // The sample first: if the series store cannot take it, the check is not counted and the
     // lease runs out, so the connection is checked again.
-    const gap = this.gapFill(c, at);
-    await this.ctx.stores.series.append(availabilitySamples, [
-      ...gap,
-      {
-        ts: at,
-        connection_id: c.id,
-        available: result.available,
-        response_time_ms: result.responseTimeMs,
-        status_code: result.statusCode ?? null,
-        reason: result.reason ?? null,
-        error: result.error ?? null,
-        synthetic: false,
-        source: "probe",
-      },
-    ]);
-    if (gap.length) await markLateSamples(this.ctx, gap);
+    const gap = probeGapFill({
+      connectionId: c.id,
+      status: c.status,
+      dueAt: new Date(c.next_check_at),
+      intervalMs: intervalSeconds(c.plan, c.check_interval_seconds) * 1000,
+      at,
+    });
+    await writeSamples(this.ctx, [...gap, probeSample(c.id, result, at)]);
     await this.record(c, result, at, sync);
     this.checks++;
-  }
-
-  /** The platform requests of one check: the availability check, then (at most once a minute) the execution pull. */
-  private async probe(c: Claimed): Promise<{ result: CheckResult; sync: SyncState | null }> {
-    let result: CheckResult;
-    const apiKey = c.api_key_enc ? this.ctx.credentials.decrypt(c.api_key_enc) : null;
-    const apiToken = c.api_token_enc ? this.ctx.credentials.decrypt(c.api_token_enc) : null;
-    try {
-      result = await runCheck(
-        this.agent,
-        { serviceType: c.service_type, baseUrl: c.base_url, apiKey, apiToken, region: c.region },
-        { timeoutMs: this.timeoutMs, workflowBApiTemplate: this.ctx.config.workflowBApiTemplate },
-      );
-    } catch (err) {
-      result = { available: false, responseTimeMs: null, reason: "network", error: (err as Error).message };
-    }
-    // Executions are pulled after a successful check; a failed pull is retried at the next one.
-    let sync: SyncState | null = null;
-    const syncDue = !c.last_sync_at || Date.now() - new Date(c.last_sync_at).getTime() >= SYNC_EVERY_MS;
-    if (result.available && syncDue) {
-      try {
-        const out = await syncExecutions(
-          this.ctx,
-          this.agent,
-          {
-            id: c.id,
-            serviceType: c.service_type,
-            baseUrl: c.base_url,
-            apiKey,
-            apiToken,
-            region: c.region,
-            teamId: c.team_id,
-            state: c.sync_state ?? {},
-            lastSyncAt: c.last_sync_at ? new Date(c.last_sync_at) : null,
-          },
-          this.timeoutMs,
-        );
-        sync = out.state;
-      } catch (err) {
-        this.ctx.log.warn(
-          { connection: c.id, err: (err as Error).message },
-          "execution sync failed; will retry",
-        );
-      }
-    }
-    return { result, sync };
   }
 
   /** Checks and schedule lag since the last call, logged every 10 s ("probe stats"). */
@@ -261,113 +167,68 @@ export class ProbeWorker {
     return out;
   }
 
-  private report(): void {
+  /** Logs the stats since the last report; a probe process runs it every 10 s (jobs/jobs.ts probeProcessJobs). */
+  report(): void {
     const s = this.stats();
     if (s.checks > 0 || s.inFlight > 0) this.ctx.log.info({ worker: this.workerId, ...s }, "probe stats");
   }
 
   /**
-   * Synthetic samples for the slots missed while no check could run (Vigil stopped, every worker
-   * down): one per missed slot between the slot that was due and now, at most a day's worth.
-   * They carry the last known state (available when the connection was active) with reason
-   * `not_checked`, so Vigil's own outage does not count against the platform.
-   */
-  private gapFill(c: Claimed, at: Date) {
-    const interval = intervalSeconds(c.plan, c.check_interval_seconds) * 1000;
-    const due = new Date(c.next_check_at).getTime();
-    if (c.status === "inactive" || at.getTime() - due < 1.5 * interval) return [];
-    const rows = [];
-    const first = Math.max(due, at.getTime() - 86_400_000);
-    for (let t = first; t <= at.getTime() - interval / 2 && rows.length < 2880; t += interval) {
-      rows.push({
-        ts: new Date(t),
-        connection_id: c.id,
-        available: c.status === "active",
-        response_time_ms: null,
-        reason: "not_checked",
-        error: "no check ran in this slot (Vigil was not running)",
-        synthetic: true,
-        source: "gap_fill",
-      });
-    }
-    return rows;
-  }
-
-  /**
    * Counters, slot and sync state in one statement (the common case); status moves and
-   * incidents, when they happen, in one transaction with their timeline events. Both decisions
-   * are re-evaluated at every check (a run stays a run), so nothing is lost if a process dies
-   * between the two.
+   * incidents, when the decision asks for them, in one transaction with their timeline events.
    */
   private async record(c: Claimed, result: CheckResult, at: Date, sync: SyncState | null): Promise<void> {
-    const next = nextSlot(c.id, intervalSeconds(c.plan, c.check_interval_seconds), at);
-    const db = this.ctx.stores.db;
-    const r = await db.query<{
-      failures: number;
-      successes: number;
-      status: string;
-      threshold: number | null;
-      open: boolean;
-    }>(
-      `UPDATE connections SET
-         consecutive_failures = CASE WHEN $2 THEN 0 ELSE consecutive_failures + 1 END,
-         consecutive_successes = CASE WHEN $2 THEN consecutive_successes + 1 ELSE 0 END,
-         last_check_at = $3, next_check_at = $4, lease_owner = NULL, lease_until = NULL,
-         sync_state = coalesce($6::jsonb, sync_state),
-         last_sync_at = CASE WHEN $6::jsonb IS NULL THEN last_sync_at ELSE $3::timestamptz END
-       WHERE id = $1 AND lease_owner = $5
-       RETURNING consecutive_failures AS failures, consecutive_successes AS successes, status,
-                 failure_threshold AS threshold,
-                 EXISTS (SELECT 1 FROM incidents i WHERE i.connection_id = connections.id
-                          AND i.kind = 'availability' AND i.status <> 'resolved') AS open`,
-      [
-        c.id,
-        result.available,
-        at.toISOString(),
-        next.toISOString(),
-        this.workerId,
-        sync ? JSON.stringify(sync) : null,
-      ],
-    );
-    const row = r.rows[0];
+    const row = await recordCheck(this.ctx.stores.db, {
+      id: c.id,
+      workerId: this.workerId,
+      available: result.available,
+      at,
+      nextCheckAt: nextSlot(c.id, intervalSeconds(c.plan, c.check_interval_seconds), at),
+      sync,
+    });
     if (!row) return; // deleted meanwhile, or the lease was lost: another worker owns it now
-    const threshold = row.threshold ?? DEFAULT_FAILURE_THRESHOLD;
-    // Status moves: first success -> active; bad credentials -> error at once; a failing run -> error.
-    let status = row.status;
-    if (result.available) status = "active";
-    else if (result.reason === "bad_credentials" || row.failures >= threshold) status = "error";
-    const open = !result.available && row.failures >= threshold && !row.open;
-    const resolve = result.available && row.successes >= RECOVERY_SUCCESSES && row.open;
-    if (status === row.status && !open && !resolve) return;
+    const current = row.status as ConnectionStatus;
+    const decision = decide({
+      available: result.available,
+      badCredentials: result.reason === "bad_credentials",
+      failures: row.failures,
+      successes: row.successes,
+      threshold: row.threshold ?? DEFAULT_FAILURE_THRESHOLD,
+      incidentOpen: row.open,
+      status: current,
+    });
+    if (!changesAnything(decision, current)) return;
 
-    await db.transaction(async (tx) => {
-      if (status !== row.status)
-        await tx.query("UPDATE connections SET status = $2, updated_at = now() WHERE id = $1", [
-          c.id,
-          status,
-        ]);
-      const ictx = {
-        connectionId: c.id,
-        connectionName: c.service_name,
-        userId: c.user_id,
-        organizationId: c.organization_id,
-        at,
-        publicUrl: this.ctx.config.publicUrl,
-      };
-      if (open)
-        await openIncident(tx, ictx, "availability", `${c.service_name} is unavailable`, {
-          failures: row.failures,
-          reason: result.reason,
-          error: result.error,
+    const target = {
+      connectionId: c.id,
+      connectionName: c.service_name,
+      userId: c.user_id,
+      organizationId: c.organization_id,
+    };
+    const publicUrl = this.ctx.config.publicUrl;
+    await this.ctx.stores.db.transaction(async (tx) => {
+      await recordStatus(tx, c.id, decision.event, at);
+      if (decision.open)
+        await openIncident(tx, target, {
+          kind: "availability",
+          title: `${c.service_name} is unavailable`,
+          detail: { failures: row.failures, reason: result.reason, error: result.error },
+          at,
+          publicUrl,
         });
-      if (resolve) await resolveIncident(tx, ictx, "availability", { successes: row.successes });
+      if (decision.resolve)
+        await resolveIncident(tx, target, {
+          kind: "availability",
+          detail: { successes: row.successes },
+          at,
+          publicUrl,
+        });
     });
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    clearInterval(this.statsTimer);
     await this.idle();
     await this.agent.close();
   }

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { RelationalStore } from "../stores/relational/types.js";
+import { addToWindow, addToWindows, deleteWindowsBefore, windowKey } from "./repository.js";
 
 export interface RateDecision {
   allowed: boolean;
@@ -23,6 +24,7 @@ interface ScopeState {
 
 export interface RateLimiterOptions {
   syncMs?: number;
+  /** The clock, in ms since the epoch; the app passes its context's clock (`ctx.now`). */
   now?: () => number;
 }
 
@@ -81,13 +83,8 @@ export class RateLimiter {
     const n = st.pending;
     st.pending = 0;
     try {
-      const r = await this.db().query<{ count: number }>(
-        `INSERT INTO rate_limit_windows (scope, window_start, count) VALUES ($1, $2, $3)
-         ON CONFLICT (scope, window_start) DO UPDATE SET count = rate_limit_windows.count + EXCLUDED.count
-         RETURNING count`,
-        [scope, new Date(st.window).toISOString(), n],
-      );
-      st.synced = Number(r.rows[0]?.count ?? st.synced + n);
+      const total = await addToWindow(this.db(), scope, new Date(st.window), n);
+      st.synced = total ?? st.synced + n;
     } catch (err) {
       // Keep counting locally; the count is added on a later sync.
       st.pending += n;
@@ -110,22 +107,12 @@ export class RateLimiter {
     if (batch.length > 0) {
       for (const [, st] of batch) st.pending = 0;
       try {
-        const r = await this.db().query<{ scope: string; window_start: Date; count: number }>(
-          `INSERT INTO rate_limit_windows (scope, window_start, count)
-           SELECT * FROM unnest($1::text[], $2::timestamptz[], $3::int[])
-           ON CONFLICT (scope, window_start) DO UPDATE SET count = rate_limit_windows.count + EXCLUDED.count
-           RETURNING scope, window_start, count`,
-          [
-            batch.map(([s]) => s),
-            batch.map(([, st]) => new Date(st.window).toISOString()),
-            batch.map(([, , n]) => n),
-          ],
-        );
-        const totals = new Map(
-          r.rows.map((row) => [`${row.scope}@${new Date(row.window_start).getTime()}`, Number(row.count)]),
+        const totals = await addToWindows(
+          this.db(),
+          batch.map(([scope, st, count]) => ({ scope, windowStart: new Date(st.window), count })),
         );
         for (const [scope, st] of batch) {
-          const total = totals.get(`${scope}@${st.window}`);
+          const total = totals.get(windowKey(scope, new Date(st.window)));
           if (total !== undefined) st.synced = total;
           if (st.window < current) this.scopes.delete(scope);
         }
@@ -139,9 +126,7 @@ export class RateLimiter {
     }
     if (this.now() - this.lastCleanup > 10 * 60_000) {
       try {
-        await this.db().query("DELETE FROM rate_limit_windows WHERE window_start < $1", [
-          new Date(current - 2 * HOUR).toISOString(),
-        ]);
+        await deleteWindowsBefore(this.db(), new Date(current - 2 * HOUR));
         this.lastCleanup = this.now();
       } catch {
         // the store is not reachable yet; tried again on a later tick

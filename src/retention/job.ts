@@ -1,11 +1,9 @@
-import type { AppContext } from "../context.js";
+import type { AppContext } from "../core/context.js";
 import { availabilityDaily, availabilityMonthly, availabilitySamples } from "../stores/series/tables.js";
 import { DAILY_ROLLUP_DAYS, MONTHLY_ROLLUP_YEARS, rawExpiryRules } from "./policy.js";
 import { rollUp } from "./rollups.js";
 
 const DAY_MS = 86_400_000;
-/** Taken by the node that runs rollups and expiry, so two nodes never rewrite a partition at once. */
-export const RETENTION_LOCK = 0x76676c02;
 
 /**
  * Removes what retention no longer keeps: raw availability samples past each connection's plan
@@ -25,58 +23,14 @@ export async function expire(ctx: AppContext): Promise<Record<string, number>> {
   return { availability_samples: raw, availability_daily: daily, availability_monthly: monthly };
 }
 
-/**
- * The jobs role's retention loop: rolls availability up every `rollupMs` (5 minutes) and expires
- * old rows every `expireMs` (an hour), the first of each at start. On PostgreSQL one node at a
- * time runs it (an advisory lock); PGlite has one process by construction.
- */
-export class RetentionJob {
-  private timer?: NodeJS.Timeout;
-  private stopped = false;
-  private running?: Promise<void>;
-  private lastExpire = 0;
+/** Rolls availability up (every 5 minutes in the jobs role, jobs/jobs.ts). */
+export async function rollUpJob(ctx: AppContext): Promise<void> {
+  const rolled = await rollUp(ctx);
+  ctx.log.debug(rolled, "availability rolled up");
+}
 
-  constructor(
-    private readonly ctx: AppContext,
-    private readonly rollupMs = 5 * 60_000,
-    private readonly expireMs = 60 * 60_000,
-  ) {}
-
-  start(): void {
-    const loop = async () => {
-      if (this.stopped) return;
-      this.running = this.tick().catch((err) =>
-        this.ctx.log.warn({ err: (err as Error).message }, "retention job failed; retrying at the next run"),
-      );
-      await this.running;
-      if (!this.stopped) this.timer = setTimeout(loop, this.rollupMs);
-    };
-    void loop();
-  }
-
-  async tick(): Promise<void> {
-    const work = async () => {
-      const rolled = await rollUp(this.ctx);
-      this.ctx.log.debug(rolled, "availability rolled up");
-      if (Date.now() - this.lastExpire >= this.expireMs) {
-        const removed = await expire(this.ctx);
-        this.lastExpire = Date.now();
-        this.ctx.log.info({ removed }, "retention: expired rows removed");
-      }
-    };
-    const db = this.ctx.stores.db;
-    if (db.kind === "pglite") return work();
-    await db.transaction(async (tx) => {
-      const r = await tx.query<{ ok: boolean }>("SELECT pg_try_advisory_xact_lock($1) AS ok", [
-        RETENTION_LOCK,
-      ]);
-      if (r.rows[0]?.ok) await work();
-    });
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    await this.running;
-  }
+/** Expires what retention no longer keeps (every hour in the jobs role). */
+export async function expireJob(ctx: AppContext): Promise<void> {
+  const removed = await expire(ctx);
+  ctx.log.info({ removed }, "retention: expired rows removed");
 }

@@ -1,6 +1,7 @@
 import type { RelationalStore } from "../stores/relational/types.js";
 import type { ExpiryRule, Filter } from "../stores/series/types.js";
 import { PLANS, type Plan, RAW_RETENTION_DAYS } from "../identity/plans.js";
+import { selectConnectionPlans } from "./repository.js";
 
 const DAY_MS = 86_400_000;
 
@@ -16,13 +17,7 @@ export async function connectionPlans(
   db: RelationalStore,
   ids?: readonly string[],
 ): Promise<Map<string, Plan>> {
-  const r = await db.query<{ id: string; plan: Plan }>(
-    `SELECT c.id, coalesce(o.plan, u.plan) AS plan
-       FROM connections c JOIN users u ON u.id = c.user_id
-       LEFT JOIN organizations o ON o.id = c.organization_id` + (ids ? " WHERE c.id = ANY($1::text[])" : ""),
-    ids ? [[...ids]] : [],
-  );
-  return new Map(r.rows.map((row) => [row.id, row.plan]));
+  return new Map((await selectConnectionPlans(db, ids)).map((row) => [row.id, row.plan]));
 }
 
 /** The oldest raw sample a plan still shows at `now`. */

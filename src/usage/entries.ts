@@ -1,7 +1,21 @@
 import type { RowOf, usageEntries } from "../stores/series/tables.js";
 
-/** A stored usage entry as the API returns it. */
-export function toUsageEntry(r: RowOf<typeof usageEntries>) {
+/** A stored usage entry (the spec's usage record); `metadata` parsed back from its JSON. */
+export interface UsageEntry {
+  id: string;
+  connection_id: string;
+  entity: string;
+  usage_amount: number;
+  usage_entity: string;
+  custom_name: string | null;
+  cost_cents: number;
+  workflow_id: string | null;
+  execution_id: string | null;
+  metadata: unknown;
+  created_at: string;
+}
+
+export function toUsageEntry(r: RowOf<typeof usageEntries>): UsageEntry {
   let metadata: unknown = null;
   if (r.metadata) {
     try {

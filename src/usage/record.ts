@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { ApiError } from "../api/errors.js";
-import type { AppContext } from "../context.js";
-import type { Principal } from "../identity/principal.js";
+import { forbidden, notFound, ServiceError } from "../core/errors.js";
+import type { AppContext } from "../core/context.js";
+import type { Actor } from "../core/actor.js";
 import { connectionsAccess } from "../identity/visibility.js";
 import { type RowOf, usageEntries } from "../stores/series/tables.js";
 import { toUsageEntry } from "./entries.js";
@@ -20,15 +20,19 @@ export interface ValidationProblem {
 export function validateUsageBody(body: unknown): UsageEntryInput[] {
   const list = Array.isArray(body) ? body : [body];
   if (body === null || body === undefined || (typeof body !== "object" && !Array.isArray(body)))
-    throw new ApiError(400, "VALIDATION_ERROR", "body: must be a usage entry or an array of entries");
-  if (list.length === 0) throw new ApiError(400, "VALIDATION_ERROR", "body: send at least one entry");
+    throw new ServiceError("invalid_input", "body: must be a usage entry or an array of entries", {
+      field: "body",
+      details: {},
+    });
+  if (list.length === 0)
+    throw new ServiceError("invalid_input", "body: send at least one entry", { field: "body", details: {} });
   if (list.length > MAX_BATCH)
-    throw new ApiError(
-      400,
-      "VALIDATION_ERROR",
+    throw new ServiceError(
+      "invalid_input",
       `body: at most ${MAX_BATCH} entries per request, got ${list.length}`,
       {
-        limit: MAX_BATCH,
+        field: "body",
+        details: { limit: MAX_BATCH },
       },
     );
   const problems: ValidationProblem[] = [];
@@ -48,26 +52,22 @@ export function validateUsageBody(body: unknown): UsageEntryInput[] {
     }
   });
   if (problems.length > 0) {
-    throw new ApiError(
-      400,
-      "VALIDATION_ERROR",
+    throw new ServiceError(
+      "invalid_input",
       `${problems.length} of ${list.length} entries are invalid; nothing was stored`,
-      {},
-      { validation_errors: problems },
+      { details: {}, items: problems },
     );
   }
   return entries;
 }
 
 /** POST /v1/usage: all entries or none, after checking the key reaches every connection. */
-export async function recordUsage(ctx: AppContext, p: Principal, entries: UsageEntryInput[]) {
+export async function recordUsage(ctx: AppContext, p: Actor, entries: UsageEntryInput[]) {
   const access = await connectionsAccess(ctx.stores.db, p, [...new Set(entries.map((e) => e.connection_id))]);
   for (const [index, e] of entries.entries()) {
     const a = access.get(e.connection_id);
-    if (a === "absent")
-      throw new ApiError(404, "NOT_FOUND", `Connection ${e.connection_id} not found (entry ${index})`);
-    if (a !== "ok")
-      throw new ApiError(403, "FORBIDDEN", `No access to connection ${e.connection_id} (entry ${index})`);
+    if (a === "absent") throw notFound(`Connection ${e.connection_id} not found (entry ${index})`);
+    if (a !== "ok") throw forbidden(`No access to connection ${e.connection_id} (entry ${index})`);
   }
   const created = ctx.now();
   const rows: RowOf<typeof usageEntries>[] = entries.map((e) => ({

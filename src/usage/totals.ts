@@ -1,12 +1,19 @@
-import type { z } from "zod";
-import type { AppContext } from "../context.js";
-import type { Principal } from "../identity/principal.js";
+import type { AppContext } from "../core/context.js";
+import type { Actor } from "../core/actor.js";
 import { gatewayHeartbeats, gatewayModelUsage, usageEntries } from "../stores/series/tables.js";
 import type { Filter } from "../stores/series/types.js";
-import type { usageTotalsQuery } from "./schema.js";
-import { connectionScope } from "./scope.js";
+import { connectionScope } from "../connections/scope.js";
 
 const DAY = 86_400_000;
+
+/** Totals of one connection, or of one workflow or run of it, between two instants (both inclusive). */
+export interface UsageTotalsQuery {
+  connectionId: string;
+  workflowId?: string;
+  executionId?: string;
+  startDate?: Date;
+  endDate?: Date;
+}
 /** Money as reported: cents to a millionth, so sums of fractional prices carry no float noise. */
 const roundCents = (c: number) => Math.round(c * 1e6) / 1e6;
 const cents = (usd: number) => roundCents(usd * 100);
@@ -17,21 +24,18 @@ const num = (v: unknown) => (typeof v === "number" ? v : 0);
  * entries carry cents, heartbeat costs (US dollars) are converted. `tokens` counts usage
  * entries whose usage_entity is `tokens` plus the input and output tokens of heartbeats.
  * With execution_id (or workflow_id) the totals are those of that run (or workflow), over all
- * time unless dates are given, and heartbeats are not included.
+ * time unless dates are given, and heartbeats are not included. Without them the window is the
+ * 30 days up to now. `endDate` is inclusive.
  */
-export async function usageTotals(ctx: AppContext, p: Principal, q: z.output<typeof usageTotalsQuery>) {
-  const scope = (await connectionScope(ctx, p, q.connection_id)) as Filter;
-  const run = q.workflow_id !== undefined || q.execution_id !== undefined;
-  const end = q.end_date ? new Date(q.end_date) : run ? undefined : ctx.now();
-  const start = q.start_date
-    ? new Date(q.start_date)
-    : run
-      ? undefined
-      : new Date((end as Date).getTime() - 30 * DAY);
+export async function usageTotals(ctx: AppContext, p: Actor, q: UsageTotalsQuery) {
+  const scope = (await connectionScope(ctx, p, q.connectionId)) as Filter;
+  const run = q.workflowId !== undefined || q.executionId !== undefined;
+  const end = q.endDate ?? (run ? undefined : ctx.now());
+  const start = q.startDate ? q.startDate : run ? undefined : new Date((end as Date).getTime() - 30 * DAY);
   const range = { since: start, until: end ? new Date(end.getTime() + 1) : undefined };
   const where: Filter[] = [scope];
-  if (q.workflow_id !== undefined) where.push({ column: "workflow_id", op: "eq", value: q.workflow_id });
-  if (q.execution_id !== undefined) where.push({ column: "execution_id", op: "eq", value: q.execution_id });
+  if (q.workflowId !== undefined) where.push({ column: "workflow_id", op: "eq", value: q.workflowId });
+  if (q.executionId !== undefined) where.push({ column: "execution_id", op: "eq", value: q.executionId });
 
   const series = ctx.stores.series;
   const groups = await series.aggregate(usageEntries, {
@@ -150,9 +154,9 @@ export async function usageTotals(ctx: AppContext, p: Principal, q: z.output<typ
   const entryCents = entries.reduce((s, e) => s + e.cost_cents, 0);
   const totalCents = roundCents(entryCents + (gateway?.cost_cents ?? 0));
   return {
-    connection_id: q.connection_id,
-    workflow_id: q.workflow_id ?? null,
-    execution_id: q.execution_id ?? null,
+    connection_id: q.connectionId,
+    workflow_id: q.workflowId ?? null,
+    execution_id: q.executionId ?? null,
     start_date: start?.toISOString() ?? null,
     end_date: end?.toISOString() ?? null,
     totals: {

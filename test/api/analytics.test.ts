@@ -1,5 +1,5 @@
 import t from "tap";
-import { METRIC_TYPES } from "../../src/read/schemas.js";
+import { METRIC_TYPES } from "../../src/http/read-queries.js";
 import { rollUp } from "../../src/retention/rollups.js";
 import {
   availabilitySamples,

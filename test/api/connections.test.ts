@@ -1,6 +1,7 @@
 import t from "tap";
 import { testApp } from "../helpers/app.js";
 import { call, seedTenants } from "../helpers/tenants.js";
+import { keyStore } from "../../src/identity/keys.js";
 
 t.test("connections: create, list, get, update, delete as the spec shapes them", async (t) => {
   const ta = await testApp(t);
@@ -127,10 +128,10 @@ t.test("connections: create, list, get, update, delete as the spec shapes them",
   // delete: the bound ingestion key stops at once
   const gwId = gw.json().connection.id;
   const ingestKey = gw.json().ingest_api_key;
-  t.not(await ctx.keys.authenticate(ingestKey), null);
+  t.not(await keyStore(ctx).authenticate(ingestKey), null);
   const del = await call(app, key, "DELETE", `/v1/connections/${gwId}`);
   t.equal(del.statusCode, 200);
-  t.equal(await ctx.keys.authenticate(ingestKey), null, "the ingestion key no longer authenticates");
+  t.equal(await keyStore(ctx).authenticate(ingestKey), null, "the ingestion key no longer authenticates");
   const again = await call(app, key, "DELETE", `/v1/connections/${gwId}`);
   t.equal(again.statusCode, 404);
   t.same(again.json(), { error: "Connection not found" });

@@ -1,6 +1,6 @@
 import t from "tap";
 import { buildApp } from "../../src/app.js";
-import { closeContext, createContext } from "../../src/context.js";
+import { closeContext, createContext } from "../../src/core/context.js";
 import { loadConfig } from "../../src/config.js";
 import { createLogger } from "../../src/lib/logger.js";
 import { StoreSupervisor } from "../../src/stores/supervisor.js";

@@ -1,6 +1,6 @@
 import { Writable } from "node:stream";
 import t from "tap";
-import { PeriodlessRepeats } from "../../src/ingest/repeats.js";
+import { heartbeatRepeats, PeriodlessRepeats } from "../../src/ingest/repeats.js";
 import { createQuestdbSeriesStore } from "../../src/stores/series/questdb.js";
 import {
   availabilitySamples,
@@ -115,7 +115,7 @@ for (const series of ["pglite", "questdb"] as BackendName[]) {
       "a period-less heartbeat is recognised by its body",
     );
     await ctx.stores.series.waitVisible();
-    ctx.heartbeatRepeats = new PeriodlessRepeats(() => ctx.stores.series);
+    heartbeatRepeats.set(ctx, new PeriodlessRepeats(() => ctx.stores.series));
     clock += 30_000;
     t.equal((await send(noPeriod)).json().heartbeat_id, thirdId, "and after a restart, from the store");
     await ctx.stores.series.waitVisible();

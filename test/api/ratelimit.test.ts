@@ -1,9 +1,10 @@
 import t from "tap";
 import { createKey, createUser } from "../../src/identity/accounts.js";
-import { PERMISSIONS } from "../../src/identity/principal.js";
+import { PERMISSIONS } from "../../src/core/actor.js";
 import { testApp } from "../helpers/app.js";
 import { requireBackend } from "../helpers/backends.js";
 import { call } from "../helpers/tenants.js";
+import { keyStore } from "../../src/identity/keys.js";
 
 t.test("free plan: 100 requests an hour per account, then 429 with Retry-After", async (t) => {
   const ta = await testApp(t);
@@ -48,8 +49,8 @@ t.test("pro plan is 1,000 an hour; the count is shared by two nodes on one Postg
   const first = await call(a.app, key, "GET", "/v1/connections");
   t.equal(first.headers["x-ratelimit-limit"], "1000");
   await db.query("UPDATE users SET rate_limit_per_hour = 30 WHERE id = $1", [user.id]);
-  a.ctx.keys.invalidate();
-  b.ctx.keys.invalidate();
+  keyStore(a.ctx).invalidate();
+  keyStore(b.ctx).invalidate();
 
   let ok = 0;
   let limited = 0;
@@ -74,7 +75,7 @@ t.test("a revoked key stops within the cache TTL on another node, at once on its
   t.equal((await call(a.app, k.key, "GET", "/v1/connections")).statusCode, 200);
   t.equal((await call(b.app, k.key, "GET", "/v1/connections")).statusCode, 200);
   await db.query("UPDATE api_keys SET revoked_at = now() WHERE id = $1", [k.id]);
-  a.ctx.keys.invalidate((p) => p.keyId === k.id); // what `vigil admin revoke-key` does on the node that serves it
+  keyStore(a.ctx).invalidate((p) => p.keyId === k.id); // what `vigil admin revoke-key` does on the node that serves it
   t.equal(
     (await call(a.app, k.key, "GET", "/v1/connections")).statusCode,
     401,
@@ -89,10 +90,10 @@ t.test("warm keys need no database read; last_used_at is recorded in batches", a
   const db = ta.ctx.stores.db;
   const user = await createUser(db, { email: "warm@x.example", plan: "enterprise" });
   const k = await createKey(db, { user: user.id, permissions: [...PERMISSIONS] });
-  t.ok(await ta.ctx.keys.authenticate(k.key));
+  t.ok(await keyStore(ta.ctx).authenticate(k.key));
   // Remove the row behind the cache's back: a warm key is still answered from memory.
   await db.query("UPDATE api_keys SET key_hash = 'moved' WHERE id = $1", [k.id]);
-  t.ok(await ta.ctx.keys.authenticate(k.key), "answered from the cache");
+  t.ok(await keyStore(ta.ctx).authenticate(k.key), "answered from the cache");
   await db.query("UPDATE api_keys SET key_hash = $2 WHERE id = $1", [
     k.id,
     (await import("../../src/identity/keys.js")).hashKey(k.key),
@@ -102,7 +103,7 @@ t.test("warm keys need no database read; last_used_at is recorded in batches", a
     [k.id],
   );
   t.equal(before.rows[0]?.last_used_at, null);
-  await ta.ctx.keys.flushLastUsed();
+  await keyStore(ta.ctx).flushLastUsed();
   const after = await db.query<{ last_used_at: Date | null }>(
     "SELECT last_used_at FROM api_keys WHERE id = $1",
     [k.id],

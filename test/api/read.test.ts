@@ -205,5 +205,17 @@ for (const series of ["pglite", "questdb"] as BackendName[]) {
       403,
       "needs analytics:read",
     );
+    // a foreign or unknown connection is told before a refused cursor, as it always was
+    for (const path of ["/v1/availability", "/v1/executions", "/v1/anomalies"]) {
+      const foreign = await call(
+        app,
+        w.keys.carolPersonal,
+        "GET",
+        `${path}?connection_id=${PA}&cursor=hello`,
+      );
+      t.equal(foreign.statusCode, 403, `${path}: foreign connection before the cursor`);
+      const unknown = await call(app, key, "GET", `${path}?connection_id=${randomUUID()}&cursor=hello`);
+      t.equal(unknown.statusCode, 404, `${path}: unknown connection before the cursor`);
+    }
   });
 }

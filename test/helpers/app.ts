@@ -2,7 +2,9 @@ import type { FastifyInstance } from "fastify";
 import type { Test } from "tap";
 import { buildApp } from "../../src/app.js";
 import { type Config, loadConfig } from "../../src/config.js";
-import { type AppContext, closeContext, type ContextOptions, createContext } from "../../src/context.js";
+import { type AppContext, closeContext, createContext } from "../../src/core/context.js";
+import { KeyStore, type KeyStoreOptions, keyStore } from "../../src/identity/keys.js";
+import type { RateLimiterOptions } from "../../src/ratelimit/limiter.js";
 import { createLogger } from "../../src/lib/logger.js";
 import type { SeriesStore } from "../../src/stores/series/types.js";
 import { StoreSupervisor } from "../../src/stores/supervisor.js";
@@ -23,7 +25,8 @@ export async function testApp(
     relational?: "pglite" | "postgres";
     series?: BackendName;
     env?: Record<string, string>;
-    context?: ContextOptions;
+    /** Tuning of the per-app key cache and the edge's rate limiter. */
+    context?: { keys?: KeyStoreOptions; limiter?: RateLimiterOptions };
     /** Share another test app's stores (a second node on the same databases). */
     sameStoresAs?: TestApp;
     /** Use this series store instead of a fresh one (e.g. one pointing at a server that is down). */
@@ -49,8 +52,9 @@ export async function testApp(
       (opts.series && opts.series !== relational ? await freshSeries(t, opts.series) : await sqlSeriesOn(db));
     stores = StoreSupervisor.ready({ db, series }, log, config);
   }
-  const ctx: AppContext = createContext(config, log, stores, opts.context);
-  const app = await buildApp(ctx);
+  const ctx: AppContext = createContext(config, log, stores);
+  if (opts.context?.keys) keyStore.set(ctx, new KeyStore(() => ctx.stores.db, ctx.log, opts.context.keys));
+  const app = await buildApp(ctx, { limiter: opts.context?.limiter });
   t.teardown(async () => {
     await app.close();
     await closeContext(ctx);

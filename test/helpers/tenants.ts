@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { addMember, createKey, createOrg, createUser, revokeKey } from "../../src/identity/accounts.js";
-import { PERMISSIONS } from "../../src/identity/principal.js";
+import { PERMISSIONS } from "../../src/core/actor.js";
 import type { TestApp } from "./app.js";
 
 /**
@@ -31,7 +31,7 @@ export async function seedTenants({ app, ctx }: TestApp, plan = "enterprise") {
     ingest: "",
   };
   const revoked = await createKey(db, { user: alice.id, permissions: all });
-  await revokeKey(db, revoked.id);
+  await revokeKey(db, revoked.id, new Date());
   keys.revoked = revoked.key;
 
   const secrets: string[] = [];

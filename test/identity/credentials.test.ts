@@ -3,7 +3,7 @@ import t from "tap";
 import { reencryptCredentials } from "../../src/admin/reencrypt.js";
 import { createKey, createUser } from "../../src/identity/accounts.js";
 import { hashPassword, verifyPassword } from "../../src/identity/passwords.js";
-import { PERMISSIONS } from "../../src/identity/principal.js";
+import { PERMISSIONS } from "../../src/core/actor.js";
 import { CredentialBox } from "../../src/lib/credentials.js";
 import { testApp } from "../helpers/app.js";
 import { freshRelational } from "../helpers/backends.js";

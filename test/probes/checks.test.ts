@@ -1,6 +1,6 @@
 import net from "node:net";
 import t from "tap";
-import { runCheck } from "../../src/probes/checks.js";
+import { runCheck } from "../../src/probes/platforms.js";
 import { createProbeAgent } from "../../src/probes/http.js";
 import { startWorkflowA } from "../../src/sim/workflow-a.js";
 import { startWorkflowB } from "../../src/sim/workflow-b.js";

@@ -1,10 +1,11 @@
 import t from "tap";
-import { HeartbeatMonitor } from "../../src/probes/heartbeats.js";
+import { watchHeartbeats } from "../../src/probes/heartbeats.js";
 import { ProbeWorker } from "../../src/probes/worker.js";
 import { startWorkflowA } from "../../src/sim/workflow-a.js";
 import { availabilitySamples } from "../../src/stores/series/tables.js";
 import { testApp } from "../helpers/app.js";
 import { call, seedTenants } from "../helpers/tenants.js";
+import { connectionStatusCache } from "../../src/connections/status.js";
 
 const beat = {
   type: "heartbeat",
@@ -18,7 +19,7 @@ t.test(
     const w = await seedTenants(ta);
     const id = w.conns.OB;
     const db = ta.ctx.stores.db;
-    const monitor = new HeartbeatMonitor(ta.ctx);
+    const monitor = { tick: () => watchHeartbeats(ta.ctx) };
     t.equal((await call(ta.app, w.keys.ingest, "POST", "/v1/gateway/ingest", beat)).statusCode, 201);
     t.same(await monitor.tick(), { missed: 0, recovered: 0 }, "a gateway that just sent a heartbeat is fine");
 
@@ -55,7 +56,7 @@ t.test(
     );
 
     // the daemon comes back
-    ta.ctx.connectionStatus.forget(id); // as if its last write on this node were older than 15 s
+    connectionStatusCache(ta.ctx).forget(id); // as if its last write on this node were older than 15 s
     t.equal(
       (
         await call(ta.app, w.keys.ingest, "POST", "/v1/gateway/ingest", {

@@ -1,7 +1,7 @@
 import net from "node:net";
 import t from "tap";
 import { loadConfig } from "../../src/config.js";
-import { closeContext, createContext } from "../../src/context.js";
+import { closeContext, createContext } from "../../src/core/context.js";
 import { createKey, createUser } from "../../src/identity/accounts.js";
 import { createLogger } from "../../src/lib/logger.js";
 import { ProbeWorker } from "../../src/probes/worker.js";

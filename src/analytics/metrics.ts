@@ -1,0 +1,223 @@
+import type { AppContext } from "../core/context.js";
+import type { Actor } from "../core/actor.js";
+import type { Page, Position, Window } from "../core/page.js";
+import { executions, gatewayHeartbeats, usageEntries } from "../stores/series/tables.js";
+import type { AggregateRow, Bucket, Filter } from "../stores/series/types.js";
+import { connectionScope } from "../connections/scope.js";
+import { DAILY_ROLLUP_DAYS } from "../retention/policy.js";
+import { dayStart, monthStart } from "../retention/rollups.js";
+import { availabilityByDay, availabilityByMonth, type AvailabilityTotals } from "../availability/totals.js";
+
+type Measure = "executions" | "success_rate" | "avg_duration" | "availability";
+/** The spec's metric types: a calendar unit and a measure, plus the monthly gateway cost. */
+export type MetricType = `${"daily" | "weekly" | "monthly"}_${Measure}` | "monthly_gateway_cost";
+
+export interface MetricsQuery extends Window {
+  metricType: MetricType;
+  connectionId?: string;
+  limit: number;
+  /** Continue after this row: its bucket start and connection id. */
+  after?: Position;
+}
+
+/** One connection's value of a metric over one calendar bucket. */
+export interface MetricRow {
+  connection_id: string;
+  metric_type: MetricType;
+  bucket_start: string;
+  value: number | null;
+  sample_count: number;
+}
+
+const DAY = 86_400_000;
+const DEFAULT_RANGE: Record<Exclude<Bucket, "hour" | "all">, number> = {
+  day: 30 * DAY,
+  week: 84 * DAY,
+  month: 366 * DAY,
+};
+const round = (v: number, digits: number) => Math.round(v * 10 ** digits) / 10 ** digits;
+
+/**
+ * Metric values: one row per connection and calendar bucket (UTC; weeks start on Monday),
+ * computed from the series with SAMPLE BY on QuestDB and date_trunc on the SQL backend.
+ * Units: executions a count; success_rate a fraction 0–1 of runs that succeeded;
+ * avg_duration milliseconds; availability percent of checks available (synthetic samples
+ * included); monthly_gateway_cost US cents of heartbeat and usage-entry cost together.
+ * Rows come newest bucket first, then by connection id descending; the rows are computed in
+ * memory, so `after` filters them and `next` is the position of the last row returned.
+ */
+export async function metrics(ctx: AppContext, actor: Actor, q: MetricsQuery): Promise<Page<MetricRow>> {
+  const [unit, ...rest] = q.metricType.split("_");
+  const bucket = ({ daily: "day", weekly: "week", monthly: "month" } as const)[
+    unit as "daily" | "weekly" | "monthly"
+  ];
+  const measure = rest.join("_");
+  const until = q.until ?? ctx.now();
+  const since = q.since ?? new Date(until.getTime() - DEFAULT_RANGE[bucket]);
+  const scope = await connectionScope(ctx, actor, q.connectionId);
+  if (!scope) return { rows: [], next: null };
+  // whole buckets: a bucket's value always covers its whole day, week or month
+  const range = { since: bucketStart(since, bucket), until, bucket } as const;
+  let rows: MetricRow[];
+  const row = (r: AggregateRow, value: number | null, count: number): MetricRow => ({
+    connection_id: String(r.connection_id),
+    metric_type: q.metricType,
+    bucket_start: (r.bucket as Date).toISOString(),
+    value,
+    sample_count: count,
+  });
+
+  if (measure === "availability") {
+    rows = (await availabilityBuckets(ctx, scope, range)).map((b) =>
+      row(
+        { bucket: b.bucket, connection_id: b.connection_id },
+        b.checks ? round((b.available / b.checks) * 100, 3) : null,
+        b.checks,
+      ),
+    );
+  } else if (measure === "gateway_cost") {
+    rows = await gatewayCost(ctx, scope, range);
+  } else {
+    const agg = await ctx.stores.series.aggregate(executions, {
+      ...range,
+      where: [scope],
+      groupBy: ["connection_id", "status"],
+      measures: { n: { fn: "count" }, avg_ms: { fn: "avg", column: "duration_ms" } },
+    });
+    const byKey = new Map<string, { r: AggregateRow; runs: number; ok: number; dur: number; durN: number }>();
+    for (const r of agg) {
+      const k = `${(r.bucket as Date).getTime()}\u0000${r.connection_id}`;
+      const e = byKey.get(k) ?? { r, runs: 0, ok: 0, dur: 0, durN: 0 };
+      const n = Number(r.n);
+      e.runs += n;
+      if (r.status === "success") e.ok += n;
+      if (r.avg_ms !== null) {
+        e.dur += Number(r.avg_ms) * n;
+        e.durN += n;
+      }
+      byKey.set(k, e);
+    }
+    rows = [...byKey.values()].map((e) => {
+      if (measure === "executions") return row(e.r, e.runs, e.runs);
+      if (measure === "success_rate") return row(e.r, e.runs ? round(e.ok / e.runs, 4) : null, e.runs);
+      return row(e.r, e.durN ? round(e.dur / e.durN, 1) : null, e.durN);
+    });
+  }
+
+  // newest bucket first, then connection; keyset continuation after the cursor's row
+  // plain comparisons: ISO timestamps of one format order as strings (localeCompare is slow)
+  rows.sort((a, b) =>
+    a.bucket_start !== b.bucket_start
+      ? a.bucket_start < b.bucket_start
+        ? 1
+        : -1
+      : a.connection_id < b.connection_id
+        ? 1
+        : a.connection_id > b.connection_id
+          ? -1
+          : 0,
+  );
+  if (q.after) {
+    const t = q.after.ts.toISOString();
+    const c = q.after.key[0] ?? "";
+    rows = rows.filter((r) => r.bucket_start < t || (r.bucket_start === t && r.connection_id < c));
+  }
+  const page = rows.slice(0, q.limit);
+  const last = page[page.length - 1];
+  return {
+    rows: page,
+    next:
+      rows.length > q.limit && last ? { ts: new Date(last.bucket_start), key: [last.connection_id] } : null,
+  };
+}
+
+async function gatewayCost(
+  ctx: AppContext,
+  scope: Filter,
+  range: { since: Date; until: Date; bucket: Bucket },
+): Promise<MetricRow[]> {
+  const [hb, entries] = await Promise.all([
+    ctx.stores.series.aggregate(gatewayHeartbeats, {
+      ...range,
+      where: [scope],
+      groupBy: ["connection_id"],
+      measures: { n: { fn: "count" }, usd: { fn: "sum", column: "cost_usd" } },
+    }),
+    ctx.stores.series.aggregate(usageEntries, {
+      ...range,
+      where: [scope],
+      groupBy: ["connection_id"],
+      measures: { n: { fn: "count" }, cents: { fn: "sum", column: "cost_cents" } },
+    }),
+  ]);
+  const byKey = new Map<string, MetricRow>();
+  const add = (r: AggregateRow, cents: number, n: number) => {
+    const bucket = (r.bucket as Date).toISOString();
+    const k = `${bucket}\u0000${r.connection_id}`;
+    const e = byKey.get(k) ?? {
+      connection_id: String(r.connection_id),
+      metric_type: "monthly_gateway_cost" as const,
+      bucket_start: bucket,
+      value: 0,
+      sample_count: 0,
+    };
+    e.value = round((e.value ?? 0) + cents, 4);
+    e.sample_count += n;
+    byKey.set(k, e);
+  };
+  for (const r of hb) add(r, Number(r.usd ?? 0) * 100, Number(r.n));
+  for (const r of entries) add(r, Number(r.cents ?? 0), Number(r.n));
+  return [...byKey.values()];
+}
+
+/** Start of the UTC bucket holding `d` (weeks start on Monday). */
+export function bucketStart(d: Date, bucket: "day" | "week" | "month"): Date {
+  const day = dayStart(d);
+  if (bucket === "day") return day;
+  if (bucket === "month") return monthStart(d);
+  return new Date(day.getTime() - ((day.getUTCDay() + 6) % 7) * DAY);
+}
+
+/**
+ * Availability per connection and bucket from the rollups (README: Retention): days from the daily
+ * rollup and raw samples, summed into weeks and months; months older than the daily rollup keeps
+ * from the monthly rollup.
+ */
+async function availabilityBuckets(
+  ctx: AppContext,
+  scope: Filter,
+  range: { since: Date; until: Date; bucket: "day" | "week" | "month" },
+): Promise<AvailabilityTotals[]> {
+  let since = range.since;
+  const parts: AvailabilityTotals[] = [];
+  if (range.bucket === "month") {
+    // the first month the daily rollup still covers whole
+    const dailyFrom = monthStart(new Date(ctx.now().getTime() - (DAILY_ROLLUP_DAYS - 31) * DAY));
+    if (since < dailyFrom) {
+      parts.push(...(await availabilityByMonth(ctx, scope, since, dailyFrom)));
+      since = dailyFrom;
+    }
+  }
+  if (since < range.until) parts.push(...(await availabilityByDay(ctx, scope, since, range.until)));
+  // days come one row per connection and day already (rolled and raw spans do not overlap)
+  if (range.bucket === "day") return parts.filter((e) => e.checks > 0);
+  const byKey = new Map<string, AvailabilityTotals>();
+  for (const p of parts) {
+    const bucket = bucketStart(p.bucket, range.bucket);
+    const k = `${bucket.getTime()}\u0000${p.connection_id}`;
+    const e = byKey.get(k) ?? {
+      connection_id: p.connection_id,
+      bucket,
+      checks: 0,
+      available: 0,
+      response_ms_sum: 0,
+      response_ms_count: 0,
+    };
+    e.checks += p.checks;
+    e.available += p.available;
+    e.response_ms_sum += p.response_ms_sum;
+    e.response_ms_count += p.response_ms_count;
+    byKey.set(k, e);
+  }
+  return [...byKey.values()].filter((e) => e.checks > 0);
+}

@@ -1,0 +1,98 @@
+import type { AppContext } from "../core/context.js";
+import {
+  dayStart,
+  monthStart,
+  ROLLUP_SUMS,
+  rollupState,
+  SAMPLE_MEASURES,
+  toRollup,
+} from "../retention/rollups.js";
+import { availabilityDaily, availabilityMonthly, availabilitySamples } from "../stores/series/tables.js";
+import type { Filter } from "../stores/series/types.js";
+
+/**
+ * Availability totals read from the rollups where they can be trusted and from raw samples
+ * elsewhere (README: Retention and rollups). The rollups themselves are written by the
+ * retention job (retention/rollups.ts); the summary and the analytics read through here.
+ */
+
+const DAY_MS = 86_400_000;
+
+/** Availability totals of one connection over some span. */
+export interface AvailabilityTotals {
+  connection_id: string;
+  /** Start of the UTC day (or month, for rows from the monthly rollup); `since` for totals. */
+  bucket: Date;
+  checks: number;
+  available: number;
+  response_ms_sum: number;
+  response_ms_count: number;
+}
+
+/**
+ * Availability per connection over [since, until), per UTC day (`bucket: "day"`) or as one total
+ * per connection (`"all"`; rows of several spans, to be summed by the caller). Days the rollup
+ * can be trusted for come from the daily rollup, which outlives raw samples; the rest (today,
+ * a day not yet rolled up after it ended, a day with a late sample) from raw samples, so the
+ * numbers are exact to the moment. `since` is taken from the start of its day.
+ */
+export async function availabilityByDay(
+  ctx: AppContext,
+  scope: Filter,
+  since: Date,
+  until: Date,
+  bucket: "day" | "all" = "day",
+): Promise<AvailabilityTotals[]> {
+  const from = dayStart(since);
+  const state = await rollupState(ctx);
+  const trusted = state.rolledThrough ? dayStart(state.rolledThrough) : from;
+  const rollupUntil = new Date(Math.min(trusted.getTime(), until.getTime()));
+  // spans read from raw samples: dirty days inside the rolled range, and everything after it
+  const rawSpans: [Date, Date][] = [];
+  const dirty = state.dirty.filter((d) => d >= from && d < rollupUntil);
+  for (const d of dirty) rawSpans.push([d, new Date(d.getTime() + DAY_MS)]);
+  if (until > rollupUntil) rawSpans.push([new Date(Math.max(rollupUntil.getTime(), from.getTime())), until]);
+  // rolled spans: [from, rollupUntil) without the dirty days
+  const rolledSpans: [Date, Date][] = [];
+  let cursor = from;
+  for (const d of [...dirty, rollupUntil]) {
+    if (d > cursor) rolledSpans.push([cursor, d]);
+    cursor = new Date(d.getTime() + DAY_MS);
+  }
+  const parts = await Promise.all([
+    ...rolledSpans.map(([a, b]) => availabilityTotals(ctx, availabilityDaily, scope, a, b, bucket)),
+    ...rawSpans.map(([a, b]) => availabilityTotals(ctx, availabilitySamples, scope, a, b, bucket)),
+  ]);
+  return parts.flat();
+}
+
+/** Monthly rollup rows over [since, until) (months older than the daily rollup keeps). */
+export function availabilityByMonth(ctx: AppContext, scope: Filter, since: Date, until: Date) {
+  return availabilityTotals(ctx, availabilityMonthly, scope, monthStart(since), until, "month");
+}
+
+/**
+ * Availability totals per connection and bucket over [since, until) from raw samples or from a
+ * rollup table (summing its rows); a total over the whole span (`all`) is dated `since`.
+ */
+export async function availabilityTotals(
+  ctx: AppContext,
+  table: typeof availabilitySamples | typeof availabilityDaily,
+  scope: Filter,
+  since: Date,
+  until: Date,
+  bucket: "day" | "month" | "all",
+): Promise<AvailabilityTotals[]> {
+  const rows = await ctx.stores.series.aggregate(table, {
+    bucket,
+    where: [scope],
+    since,
+    until,
+    groupBy: ["connection_id"],
+    measures: table === availabilitySamples ? SAMPLE_MEASURES : ROLLUP_SUMS,
+  });
+  return rows.map((r) => {
+    const { ts, ...rest } = toRollup({ ...r, bucket: r.bucket ?? since });
+    return { ...rest, bucket: ts };
+  });
+}

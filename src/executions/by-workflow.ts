@@ -1,0 +1,83 @@
+import type { Actor } from "../core/actor.js";
+import type { AppContext } from "../core/context.js";
+import type { Page } from "../core/page.js";
+import { executions } from "../stores/series/tables.js";
+import { connectionScope } from "../connections/scope.js";
+import { type ExecutionFilter, executionFilters } from "./list.js";
+
+/** Runs of one workflow of one connection over the window. */
+export interface WorkflowAggregate {
+  connection_id: string;
+  workflow_id: string | null;
+  runs: number;
+  successes: number;
+  errors: number;
+  /** Fraction 0–1 of runs that succeeded, to 4 decimals. */
+  success_rate: number | null;
+  /** Milliseconds to 1 decimal; null when no run has a duration. */
+  avg_duration_ms: number | null;
+}
+
+/**
+ * Per connection and workflow: runs, successes, errors, success rate and average duration, the
+ * busiest `limit` workflows first. No position continues it: `truncated` says more workflows
+ * exist than were returned.
+ */
+export async function executionsByWorkflow(
+  ctx: AppContext,
+  actor: Actor,
+  q: ExecutionFilter & { limit: number },
+): Promise<Page<WorkflowAggregate>> {
+  const scope = await connectionScope(ctx, actor, q.connectionId);
+  if (!scope) return { rows: [], next: null, truncated: false };
+  const groups = await ctx.stores.series.aggregate(executions, {
+    bucket: "all",
+    where: [scope, ...executionFilters(q)],
+    since: q.since,
+    until: q.until,
+    groupBy: ["connection_id", "workflow_id", "status"],
+    measures: { runs: { fn: "count" }, avg_ms: { fn: "avg", column: "duration_ms" } },
+  });
+  const byWorkflow = new Map<
+    string,
+    {
+      connection_id: string;
+      workflow_id: string | null;
+      runs: number;
+      successes: number;
+      errors: number;
+      durSum: number;
+      durRuns: number;
+    }
+  >();
+  for (const g of groups) {
+    const k = `${g.connection_id}\u0000${g.workflow_id ?? ""}`;
+    const w = byWorkflow.get(k) ?? {
+      connection_id: String(g.connection_id),
+      workflow_id: (g.workflow_id as string | null) ?? null,
+      runs: 0,
+      successes: 0,
+      errors: 0,
+      durSum: 0,
+      durRuns: 0,
+    };
+    const n = Number(g.runs ?? 0);
+    w.runs += n;
+    if (g.status === "success") w.successes += n;
+    if (g.status === "error") w.errors += n;
+    if (g.avg_ms !== null) {
+      w.durSum += Number(g.avg_ms) * n;
+      w.durRuns += n;
+    }
+    byWorkflow.set(k, w);
+  }
+  const rows = [...byWorkflow.values()]
+    .sort((a, b) => b.runs - a.runs)
+    .slice(0, q.limit)
+    .map(({ durSum, durRuns, ...w }) => ({
+      ...w,
+      success_rate: w.runs ? Math.round((w.successes / w.runs) * 10_000) / 10_000 : null,
+      avg_duration_ms: durRuns ? Math.round((durSum / durRuns) * 10) / 10 : null,
+    }));
+  return { rows, next: null, truncated: byWorkflow.size > rows.length };
+}

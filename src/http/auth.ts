@@ -1,0 +1,122 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { AppContext } from "../core/context.js";
+import { type Actor, hasPermission, type Permission } from "../core/actor.js";
+import { ApiError } from "./errors.js";
+import { keyStore } from "../identity/keys.js";
+import type { RateLimiter } from "../ratelimit/limiter.js";
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /**
+     * What the route requires of the API key: a permission, or (for the heartbeat endpoint)
+     * a usage-ingestion key. `false` for public routes.
+     */
+    auth?: { permission: Permission } | { ingestion: true } | false;
+    /** The route writes series rows from outside (heartbeats, usage): refused while the backlog is full. */
+    ingest?: boolean;
+  }
+  interface FastifyRequest {
+    /** Who is calling, set by the authentication hook on every route that declares `auth`. */
+    actor?: Actor;
+  }
+}
+
+export const invalidKey = (message: string) =>
+  new ApiError(401, "INVALID_API_KEY", message, {}, {}, "envelope");
+
+export function actorOf(req: FastifyRequest): Actor {
+  if (!req.actor) throw new ApiError(500, "INTERNAL_ERROR", "route is missing authentication");
+  return req.actor;
+}
+
+function setRateHeaders(reply: FastifyReply, d: { limit: number; remaining: number; reset: number }) {
+  reply.header("X-RateLimit-Limit", d.limit);
+  reply.header("X-RateLimit-Remaining", d.remaining);
+  reply.header("X-RateLimit-Reset", d.reset);
+}
+
+/**
+ * Sheds ingest while the series store is behind: past `INGEST_MAX_BACKLOG_ROWS` rows waiting, the
+ * request gets a 503 before its body is read, nothing is stored, and the caller is told to retry
+ * in a second, instead of every request queueing (and holding memory) behind a stalled store.
+ * An overload logs one warning a second, not one per request.
+ */
+function backlogGate(ctx: AppContext): (reply: FastifyReply) => void {
+  let warnedAt = 0;
+  return (reply) => {
+    if (!ctx.stores.isReady) return; // the route answers 503 for that itself
+    const waiting = ctx.stores.series.backlog();
+    const limit = ctx.config.ingest.maxBacklogRows;
+    if (waiting < limit) return;
+    const now = Date.now();
+    if (now - warnedAt >= 1000) {
+      warnedAt = now;
+      ctx.log.warn({ waiting, limit }, "ingest backlog full: refusing heartbeats and usage with 503");
+    }
+    reply.header("Retry-After", 1);
+    throw new ApiError(
+      503,
+      "SERVICE_UNAVAILABLE",
+      `Vigil is behind on writes (${waiting} rows waiting for the series store, limit ${limit}); nothing was stored. Retry in 1 s.`,
+      { backlog_rows: waiting, limit, retry_after: 1 },
+    );
+  };
+}
+
+/**
+ * Authentication, the ingest backlog gate (routes with `config.ingest`), rate limiting and
+ * permission checks for every route that declares `config.auth`, in that order, before the body
+ * is parsed: a request without a valid key gets its 401 even when its body is malformed, and a
+ * request refused for the backlog uses no quota. `fixedPrincipal` (benchmarks only) skips them all.
+ */
+export function registerAuth(
+  app: FastifyInstance,
+  ctx: AppContext,
+  limiter: RateLimiter,
+  fixedActor?: Actor,
+): void {
+  const refuseWhenBacklogFull = backlogGate(ctx);
+  app.addHook("onRequest", async (req, reply) => {
+    const auth = req.routeOptions.config?.auth;
+    if (!auth) return;
+    if (fixedActor) {
+      req.actor = fixedActor;
+      return;
+    }
+    const header = req.headers.authorization;
+    if (!header) throw invalidKey("Missing API key: send the header Authorization: Bearer <API_KEY>.");
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!m?.[1]) throw invalidKey("Malformed Authorization header: expected Bearer <API_KEY>.");
+    const key = await keyStore(ctx).authenticate(m[1]);
+    if (!key) throw invalidKey("Invalid or revoked API key.");
+    const actor = key.actor;
+    req.actor = actor;
+    // Before the rate limit, so a refused request does not use the caller's quota.
+    if (req.routeOptions.config?.ingest) refuseWhenBacklogFull(reply);
+
+    const decision = await limiter.take(key.rateLimit.scope, key.rateLimit.limitPerHour);
+    setRateHeaders(reply, decision);
+    if (!decision.allowed) {
+      const retryAfter = Math.max(1, Math.ceil(decision.reset - ctx.now().getTime() / 1000));
+      reply.header("Retry-After", retryAfter);
+      throw new ApiError(
+        429,
+        "RATE_LIMITED",
+        `Rate limit of ${decision.limit} requests per hour exceeded; retry in ${retryAfter} s.`,
+        { limit: decision.limit, reset: decision.reset, retry_after: retryAfter },
+        {},
+        "envelope",
+      );
+    }
+
+    if ("ingestion" in auth) {
+      if (actor.type !== "ingestion_key")
+        throw new ApiError(403, "FORBIDDEN", "This endpoint only accepts a key with role usage-ingestion.");
+      return;
+    }
+    if (actor.type === "ingestion_key")
+      throw new ApiError(403, "FORBIDDEN", "A usage-ingestion key can only send gateway heartbeats.");
+    if (!hasPermission(actor, auth.permission))
+      throw new ApiError(403, "FORBIDDEN", `This API key lacks the ${auth.permission} permission.`);
+  });
+}

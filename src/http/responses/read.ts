@@ -1,0 +1,98 @@
+import { z } from "zod";
+import { EXECUTION_STATUSES, METRIC_TYPES } from "../read-queries.js";
+import { anyJson, cursorPage, cursorPagination, oneOf, timestamp } from "./common.js";
+
+export const availabilitySample = z.object({
+  connection_id: z.string(),
+  checked_at: timestamp,
+  available: z.boolean(),
+  response_time_ms: z.number().nullable(),
+  status_code: z.number().int().nullable(),
+  reason: z.string().nullable(),
+  error: z.string().nullable(),
+  synthetic: z.boolean().describe("true for a gap-fill sample the service wrote itself"),
+  source: z.string(),
+});
+
+export const availabilitySummaryRow = z.object({
+  connection_id: z.string(),
+  window: oneOf(["day", "week", "month"]),
+  since: timestamp,
+  until: timestamp,
+  checks: z.number().int(),
+  available_checks: z.number().int(),
+  uptime_percent: z.number(),
+  avg_response_time_ms: z.number().nullable(),
+});
+
+export const execution = z.object({
+  connection_id: z.string(),
+  execution_id: z.string(),
+  workflow_id: z.string().nullable(),
+  status: oneOf(EXECUTION_STATUSES),
+  mode: z.string().nullable(),
+  started_at: timestamp,
+  stopped_at: timestamp.nullable(),
+  duration_ms: z.number().nullable(),
+  error: z.string().nullable().optional().describe("only with include_error_details=true"),
+});
+
+export const workflowAggregate = z.object({
+  connection_id: z.string(),
+  workflow_id: z.string().nullable(),
+  runs: z.number().int(),
+  successes: z.number().int(),
+  errors: z.number().int(),
+  success_rate: z.number().nullable(),
+  avg_duration_ms: z.number().nullable(),
+});
+
+/** Executions, or with group_by=workflow one aggregate row per workflow. */
+export const executionsPage = z.object({
+  data: z.union([z.array(execution), z.array(workflowAggregate)]),
+  pagination: cursorPagination,
+});
+
+export const metricRow = z.object({
+  connection_id: z.string(),
+  metric_type: oneOf(METRIC_TYPES),
+  bucket_start: timestamp,
+  value: z.number().nullable(),
+  sample_count: z.number().int(),
+});
+
+export const incident = z.object({
+  id: z.string(),
+  connection_id: z.string(),
+  kind: oneOf(["availability", "missed_heartbeat", "anomaly", "budget"]),
+  status: oneOf(["open", "acknowledged", "resolved"]),
+  title: z.string(),
+  opened_at: timestamp,
+  acknowledged_at: timestamp.nullable(),
+  resolved_at: timestamp.nullable(),
+  events: z.array(z.object({ at: timestamp, kind: z.string(), detail: anyJson })),
+});
+
+/** Date columns the query code types as nullable although the table requires them. */
+const requiredTime = z.string().nullable().pipe(timestamp);
+
+export const anomaly = z.object({
+  id: z.string(),
+  connection_id: z.string(),
+  metric: oneOf(["response_time", "failure_rate", "token_spend"]),
+  status: oneOf(["open", "resolved"]),
+  detected_at: requiredTime,
+  resolved_at: timestamp.nullable(),
+  window_start: requiredTime,
+  window_end: requiredTime,
+  observed: z.number(),
+  baseline_mean: z.number(),
+  baseline_stddev: z.number(),
+  z_score: z.number(),
+});
+
+export const availabilityPage = cursorPage(availabilitySample);
+export const summaryPage = cursorPage(availabilitySummaryRow);
+export const metricPage = cursorPage(metricRow);
+export const incidentPage = cursorPage(incident);
+export const anomalyPage = cursorPage(anomaly);

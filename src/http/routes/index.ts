@@ -1,0 +1,24 @@
+import type { Route } from "../route.js";
+import { connectionRoutes } from "./connections.js";
+import { healthRoutes } from "./health.js";
+import { ingestRoutes } from "./ingest.js";
+import { readRoutes } from "./read.js";
+import { usageRoutes } from "./usage.js";
+
+/**
+ * The route table: every endpoint of the REST API, one declaration each (one file per resource).
+ * `registerRoutes` serves them, `openApiDocument` describes them, and the security and response
+ * tests walk them, so an endpoint added here is served, documented and tested at once.
+ *
+ * Adding an endpoint: declare it with `defineRoute` in its resource's file (request schemas,
+ * a response schema per status, a handler that validates nothing itself and calls one
+ * function), list it here, and give it a sample request in test/helpers/route-samples.ts
+ * (the response and security tests fail until it has one).
+ */
+export const routes: readonly Route[] = [
+  ...healthRoutes,
+  ...connectionRoutes,
+  ...usageRoutes,
+  ...ingestRoutes,
+  ...readRoutes,
+];

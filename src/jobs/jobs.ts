@@ -1,0 +1,60 @@
+import type { AppContext } from "../core/context.js";
+import type { DeliveryJob } from "../notifications/delivery.js";
+import { releaseStaleLeases } from "../probes/claim.js";
+import { watchHeartbeats } from "../probes/heartbeats.js";
+import type { ProbeWorker } from "../probes/worker.js";
+import { expireJob, rollUpJob } from "../retention/job.js";
+import { JOB_LOCKS, type Job } from "./runner.js";
+
+/**
+ * Every periodic job of Vigil, with its interval and lock (the intervals are those each job had
+ * when it kept its own timer). The jobs role runs `clusterJobs`; a probe process runs
+ * `probeProcessJobs` for its own worker.
+ */
+export function clusterJobs(delivery: DeliveryJob): Job[] {
+  return [
+    {
+      name: "heartbeat-monitor",
+      intervalMs: 10_000,
+      lock: JOB_LOCKS.heartbeatMonitor,
+      run: (ctx: AppContext) => watchHeartbeats(ctx),
+    },
+    rollupsJob,
+    expiryJob,
+    // no cluster lock: delivery claims each e-mail itself (FOR UPDATE SKIP LOCKED), and a lock held
+    // through slow SMTP sends would pin a pool connection for as long
+    { name: "delivery", intervalMs: 2_000, lock: null, run: () => delivery.tick() },
+    probeHousekeepingJob,
+  ];
+}
+
+export const rollupsJob: Job = {
+  name: "rollups",
+  intervalMs: 5 * 60_000,
+  lock: JOB_LOCKS.retention,
+  run: rollUpJob,
+};
+
+export const expiryJob: Job = {
+  name: "expiry",
+  intervalMs: 60 * 60_000,
+  lock: JOB_LOCKS.retention,
+  run: expireJob,
+};
+
+/**
+ * Probe housekeeping, cluster-wide: clears the leases of probe workers that stopped or died
+ * long ago (probes/claim.ts). Claiming takes over a run-out lease by itself; this keeps
+ * `lease_owner` truthful for operators.
+ */
+export const probeHousekeepingJob: Job = {
+  name: "probe-housekeeping",
+  intervalMs: 60_000,
+  lock: JOB_LOCKS.probeHousekeeping,
+  run: (ctx) => releaseStaleLeases(ctx),
+};
+
+/** A probe process's own: its worker's "probe stats" log line every 10 s (vigil bench probes reads it). */
+export function probeProcessJobs(worker: ProbeWorker): Job[] {
+  return [{ name: "probe-stats", intervalMs: 10_000, lock: null, run: async () => worker.report() }];
+}

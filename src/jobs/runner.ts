@@ -1,0 +1,110 @@
+import { type AppContext, perApp } from "../core/context.js";
+import { tryJobLock } from "./repository.js";
+
+/**
+ * A periodic job: what runs, how often, and under which lock. Jobs are plain functions of the
+ * context; the runner owns their timers, locking and failure logging.
+ */
+export interface Job {
+  /** For logs (`job: "rollups"`). */
+  name: string;
+  /** Pause between the end of one run and the start of the next; the first run is at start. */
+  intervalMs: number;
+  /**
+   * The cluster-wide lock: jobs sharing a key never run at once, on one node or across nodes
+   * (on PostgreSQL a transaction-scoped advisory lock, skipped when another node holds it; on
+   * PGlite, one process by construction). Null: no cluster lock, for a job that reports on this
+   * process's own state (probe stats) or coordinates itself row by row (e-mail delivery claims
+   * each e-mail with SKIP LOCKED).
+   */
+  lock: number | null;
+  run(ctx: AppContext): Promise<unknown>;
+}
+
+/**
+ * Lock keys, any fixed 32-bit numbers distinct from the migration lock. Rollups and expiry
+ * share one so two nodes (or two jobs of one node) never rewrite a partition at once.
+ */
+export const JOB_LOCKS = {
+  retention: 0x76676c02,
+  heartbeatMonitor: 0x76676c03,
+  probeHousekeeping: 0x76676c05,
+} as const;
+
+/** In-process turn-taking per lock key: a job waits for another of this process holding its key. */
+const localTurns = perApp(() => new Map<number, Promise<unknown>>());
+
+/**
+ * Runs one job once under its lock. Resolves with whether it ran (false: another node holds the
+ * lock); a job's own failure rejects.
+ */
+export async function runJob(ctx: AppContext, job: Job): Promise<boolean> {
+  if (job.lock === null) {
+    await job.run(ctx);
+    return true;
+  }
+  const key = job.lock;
+  const turns = localTurns(ctx);
+  const before = turns.get(key) ?? Promise.resolve();
+  const mine = before.catch(() => undefined).then(() => underLock(ctx, key, job));
+  turns.set(
+    key,
+    mine.catch(() => undefined),
+  );
+  return mine;
+}
+
+async function underLock(ctx: AppContext, key: number, job: Job): Promise<boolean> {
+  const db = ctx.stores.db;
+  if (db.kind === "pglite") {
+    await job.run(ctx);
+    return true;
+  }
+  // The lock lives as long as this transaction; the job's own statements use other connections.
+  return db.transaction(async (tx) => {
+    if (!(await tryJobLock(tx, key))) return false;
+    await job.run(ctx);
+    return true;
+  });
+}
+
+/**
+ * The one periodic job runner of a process: each job runs at start, then `intervalMs` after its
+ * previous run ended; a failed run is logged and retried at the next one. `stop` waits for the
+ * runs in progress.
+ */
+export class JobRunner {
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly running = new Set<Promise<unknown>>();
+  private stopped = false;
+
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly jobs: readonly Job[],
+  ) {}
+
+  start(): void {
+    for (const job of this.jobs) {
+      const loop = async () => {
+        if (this.stopped) return;
+        const run = runJob(this.ctx, job).catch((err: unknown) =>
+          this.ctx.log.warn(
+            { job: job.name, err: err instanceof Error ? err.message : String(err) },
+            "job failed; retrying at the next run",
+          ),
+        );
+        this.running.add(run);
+        await run;
+        this.running.delete(run);
+        if (!this.stopped) this.timers.set(job.name, setTimeout(loop, job.intervalMs));
+      };
+      void loop();
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const t of this.timers.values()) clearTimeout(t);
+    await Promise.all([...this.running]);
+  }
+}

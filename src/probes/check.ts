@@ -1,0 +1,61 @@
+import type { Agent } from "undici";
+import type { AppContext } from "../core/context.js";
+import type { Claimed } from "./claim.js";
+import { type CheckResult, runCheck } from "./platforms.js";
+import { type SyncState, syncExecutions } from "./sync.js";
+
+/** Executions are pulled after a successful check, at most this often per connection. */
+export const SYNC_EVERY_MS = 60_000;
+
+/**
+ * The platform requests of one claimed connection's check: the availability check, then (at
+ * most once a minute, after a success) the execution pull. Expected failures are values: an
+ * unreachable platform is a failed CheckResult, a failed pull leaves `sync` null and is retried
+ * at the next check.
+ */
+export async function checkConnection(
+  ctx: AppContext,
+  agent: Agent,
+  c: Claimed,
+  timeoutMs: number,
+): Promise<{ result: CheckResult; sync: SyncState | null }> {
+  let result: CheckResult;
+  const apiKey = c.api_key_enc ? ctx.credentials.decrypt(c.api_key_enc) : null;
+  const apiToken = c.api_token_enc ? ctx.credentials.decrypt(c.api_token_enc) : null;
+  try {
+    result = await runCheck(
+      agent,
+      { serviceType: c.service_type, baseUrl: c.base_url, apiKey, apiToken, region: c.region },
+      { timeoutMs, workflowBApiTemplate: ctx.config.workflowBApiTemplate },
+    );
+  } catch (err) {
+    result = { available: false, responseTimeMs: null, reason: "network", error: (err as Error).message };
+  }
+  let sync: SyncState | null = null;
+  const syncDue =
+    !c.last_sync_at || ctx.now().getTime() - new Date(c.last_sync_at).getTime() >= SYNC_EVERY_MS;
+  if (result.available && syncDue) {
+    try {
+      const out = await syncExecutions(
+        ctx,
+        agent,
+        {
+          id: c.id,
+          serviceType: c.service_type,
+          baseUrl: c.base_url,
+          apiKey,
+          apiToken,
+          region: c.region,
+          teamId: c.team_id,
+          state: c.sync_state ?? {},
+          lastSyncAt: c.last_sync_at ? new Date(c.last_sync_at) : null,
+        },
+        timeoutMs,
+      );
+      sync = out.state;
+    } catch (err) {
+      ctx.log.warn({ connection: c.id, err: (err as Error).message }, "execution sync failed; will retry");
+    }
+  }
+  return { result, sync };
+}

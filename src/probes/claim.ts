@@ -1,0 +1,35 @@
+import type { AppContext } from "../core/context.js";
+import { claimDue, type ClaimedRow, releaseExpiredLeases } from "./repository.js";
+
+export type Claimed = ClaimedRow;
+
+/**
+ * Leases: a worker claims the connections due within the next tick, each its own until the lease
+ * runs out. Several workers share the connection set this way and never check one connection
+ * twice in a slot; a dead worker's connections return to the pool when its leases run out. A
+ * check's result ends its lease (repository `recordCheck`); a lost lease discards the result.
+ */
+export function claim(
+  ctx: AppContext,
+  c: { workerId: string; max: number; leaseMs: number; aheadMs: number },
+): Promise<Claimed[]> {
+  return claimDue(ctx.stores.db, {
+    workerId: c.workerId,
+    max: c.max,
+    dueBy: new Date(ctx.now().getTime() + c.aheadMs),
+    leaseMs: c.leaseMs,
+  });
+}
+
+/** Leases that ran out this long ago are cleared by housekeeping (a stopped or dead worker's). */
+export const STALE_LEASE_MS = 5 * 60_000;
+
+/**
+ * Probe housekeeping (a periodic job): clears the leases of workers that stopped or died long
+ * ago, so `lease_owner` names only live workers. Claiming takes over a run-out lease anyway;
+ * the margin keeps a slow check's late result (still its worker's) from being discarded.
+ */
+export async function releaseStaleLeases(ctx: AppContext): Promise<number> {
+  // the database's clock, like the leases themselves
+  return releaseExpiredLeases(ctx.stores.db, STALE_LEASE_MS);
+}

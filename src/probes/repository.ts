@@ -1,0 +1,154 @@
+import type { Plan } from "../identity/plans.js";
+import type { Queryable } from "../stores/relational/types.js";
+import type { SyncState } from "./sync.js";
+
+/**
+ * The probe scheduler's columns of `connections`: leases, slots, counters and sync state
+ * (sql/postgres/004_probes.sql, 006_sync.sql), and the gateways the heartbeat monitor watches.
+ * `connections.status` is not written here: connections/status.ts is its one writer.
+ */
+
+/** A connection claimed for a check. */
+export interface ClaimedRow extends Record<string, unknown> {
+  id: string;
+  user_id: string;
+  organization_id: string | null;
+  service_type: "workflow_a" | "workflow_b";
+  service_name: string;
+  status: string;
+  base_url: string | null;
+  api_key_enc: string | null;
+  api_token_enc: string | null;
+  region: string | null;
+  team_id: string | null;
+  sync_state: SyncState;
+  last_sync_at: Date | null;
+  next_check_at: Date;
+  check_interval_seconds: number | null;
+  plan: Plan;
+}
+
+/**
+ * Leases up to `max` connections due before `dueBy` to `workerId` until `leaseUntil`, skipping
+ * rows another worker is claiming (FOR UPDATE SKIP LOCKED) and rows under a live lease; a lease
+ * that ran out (its worker died) is taken over.
+ */
+export async function claimDue(
+  db: Queryable,
+  c: { workerId: string; max: number; dueBy: Date; leaseMs: number },
+): Promise<ClaimedRow[]> {
+  // Leases coordinate processes, so they run on the database's clock (one clock for every
+  // worker, whatever their hosts' clocks say); when a connection is due is business time.
+  const r = await db.query<ClaimedRow>(
+    `WITH due AS (
+       SELECT id FROM connections
+        WHERE service_type <> 'gateway' AND next_check_at <= $4
+          AND (lease_until IS NULL OR lease_until < now())
+        ORDER BY next_check_at
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED
+     )
+     UPDATE connections c
+        SET lease_owner = $1, lease_until = now() + make_interval(secs => $3)
+       FROM due
+      WHERE c.id = due.id
+     RETURNING c.id, c.user_id, c.organization_id, c.service_type, c.service_name, c.status, c.base_url,
+               c.api_key_enc, c.api_token_enc, c.region, c.team_id, c.sync_state, c.last_sync_at,
+               c.next_check_at, c.check_interval_seconds,
+               (SELECT coalesce(o.plan, u.plan) FROM users u LEFT JOIN organizations o ON o.id = c.organization_id
+                 WHERE u.id = c.user_id) AS plan`,
+    [c.workerId, c.max, c.leaseMs / 1000, c.dueBy.toISOString()],
+  );
+  return r.rows;
+}
+
+/** The connection's state after a check's counters were applied. */
+export interface CheckedRow extends Record<string, unknown> {
+  failures: number;
+  successes: number;
+  status: string;
+  threshold: number | null;
+  /** Whether an availability incident is unresolved (read in the same statement: one round trip per check). */
+  open: boolean;
+}
+
+/**
+ * Applies one check to the counters, the slot and the sync state, and ends the lease, in one
+ * statement (the common case needs no more). Only the lease holder's write counts: null when
+ * the connection was deleted meanwhile or the lease was lost to another worker.
+ */
+export async function recordCheck(
+  db: Queryable,
+  c: {
+    id: string;
+    workerId: string;
+    available: boolean;
+    at: Date;
+    nextCheckAt: Date;
+    sync: SyncState | null;
+  },
+): Promise<CheckedRow | null> {
+  const r = await db.query<CheckedRow>(
+    `UPDATE connections SET
+       consecutive_failures = CASE WHEN $2 THEN 0 ELSE consecutive_failures + 1 END,
+       consecutive_successes = CASE WHEN $2 THEN consecutive_successes + 1 ELSE 0 END,
+       last_check_at = $3, next_check_at = $4, lease_owner = NULL, lease_until = NULL,
+       sync_state = coalesce($6::jsonb, sync_state),
+       last_sync_at = CASE WHEN $6::jsonb IS NULL THEN last_sync_at ELSE $3::timestamptz END
+     WHERE id = $1 AND lease_owner = $5
+     RETURNING consecutive_failures AS failures, consecutive_successes AS successes, status,
+               failure_threshold AS threshold,
+               EXISTS (SELECT 1 FROM incidents i WHERE i.connection_id = connections.id
+                        AND i.kind = 'availability' AND i.status <> 'resolved') AS open`,
+    [
+      c.id,
+      c.available,
+      c.at.toISOString(),
+      c.nextCheckAt.toISOString(),
+      c.workerId,
+      c.sync ? JSON.stringify(c.sync) : null,
+    ],
+  );
+  return r.rows[0] ?? null;
+}
+
+/** Ends the leases that ran out over `agoMs` ago by the database's clock (their workers died or stopped mid-check). */
+export async function releaseExpiredLeases(db: Queryable, agoMs: number): Promise<number> {
+  const r = await db.query(
+    "UPDATE connections SET lease_owner = NULL, lease_until = NULL WHERE lease_until < now() - make_interval(secs => $1)",
+    [agoMs / 1000],
+  );
+  return r.rowCount;
+}
+
+/** A gateway connection as the heartbeat monitor sees it. */
+export interface GatewayRow extends Record<string, unknown> {
+  id: string;
+  user_id: string;
+  organization_id: string | null;
+  service_name: string;
+  status: string;
+  last_heartbeat_at: Date;
+  interval: number;
+  grace: number;
+  open_incident: string | null;
+  opened_at: Date | null;
+}
+
+/** Every gateway that has sent a heartbeat, its interval and grace, and its unresolved missed_heartbeat incident. */
+export async function selectGateways(
+  db: Queryable,
+  defaults: { intervalSeconds: number; graceSeconds: number },
+): Promise<GatewayRow[]> {
+  const r = await db.query<GatewayRow>(
+    `SELECT c.id, c.user_id, c.organization_id, c.service_name, c.status, c.last_heartbeat_at,
+            coalesce(c.heartbeat_interval_seconds, $1) AS interval,
+            coalesce(c.heartbeat_grace_seconds, $2) AS grace,
+            i.id AS open_incident, i.opened_at
+       FROM connections c
+       LEFT JOIN incidents i ON i.connection_id = c.id AND i.kind = 'missed_heartbeat' AND i.status <> 'resolved'
+      WHERE c.service_type = 'gateway' AND c.last_heartbeat_at IS NOT NULL`,
+    [defaults.intervalSeconds, defaults.graceSeconds],
+  );
+  return r.rows;
+}

@@ -1,0 +1,295 @@
+import { randomUUID } from "node:crypto";
+import type { Route } from "../../src/http/route.js";
+import { availabilitySamples, executions } from "../../src/stores/series/tables.js";
+import type { TestApp } from "./app.js";
+import { call, seedTenants, type Tenants } from "./tenants.js";
+
+/**
+ * One valid request for every route of the table, over a seeded world where every list has
+ * rows, so the response test can validate real bodies against the document and the security
+ * suite can replay the same requests with other keys. A route in the table without an entry
+ * here fails both tests: a new endpoint cannot be forgotten.
+ */
+
+export type HttpMethod = "GET" | "POST" | "PUT" | "DELETE";
+
+export interface SampleRequest {
+  url: string;
+  body?: unknown;
+  /** The key that may make the request; null on public routes. */
+  key: string | null;
+  /** A JSON path (dot-separated) to an array that must not be empty, so row schemas are exercised. */
+  rows?: string;
+}
+
+export interface RouteSample {
+  /** Valid requests, each answered with the route's normal status. */
+  ok(w: RouteWorld): SampleRequest[];
+  /**
+   * The same request naming connection `id` (in the path, the query or the body), for routes
+   * that take one: the security suite names another tenant's connection and an absent one.
+   */
+  naming?(w: RouteWorld, id: string): SampleRequest;
+}
+
+export const routeKey = (r: Pick<Route, "method" | "path">) => `${r.method} ${r.path}`;
+
+export type RouteWorld = Tenants & {
+  /** A connection of alice's that the DELETE sample may remove. */
+  throwaway: string;
+};
+
+const minutesAgo = (now: Date, m: number) => new Date(now.getTime() - m * 60_000);
+
+/** A gateway heartbeat of the minute before `now`. */
+export const sampleHeartbeat = (now: Date) => ({
+  type: "heartbeat",
+  gateway: { status: "healthy", latencyMs: 42, version: "2.4.1" },
+  tokens: {
+    period: {
+      inputTokens: 3000,
+      outputTokens: 1000,
+      requestCount: 12,
+      estimatedCostUsd: 0.5,
+      startedAt: minutesAgo(now, 2).toISOString(),
+      endedAt: minutesAgo(now, 1).toISOString(),
+    },
+    byModel: [
+      { model: "claude-sonnet-4-5", inputTokens: 2000, outputTokens: 600 },
+      { model: "my-local-llama", inputTokens: 1000, outputTokens: 400 },
+    ],
+  },
+});
+
+export const sampleUsage = (connectionId: string) => [
+  { connection_id: connectionId, entity: "gpt-4o", usage_amount: 1200, cost_cents: 3.5, workflow_id: "wf1" },
+  {
+    connection_id: connectionId,
+    entity: "vector-db",
+    usage_amount: 3,
+    usage_entity: "custom",
+    custom_name: "queries",
+    metadata: { run: 7 },
+  },
+];
+
+/**
+ * The tenants of `seedTenants`, plus rows in every series and relational table the read API
+ * answers from: executions, availability samples, usage entries and a heartbeat (through the
+ * API), incidents with a timeline event, and anomalies. Alice's personal connection PA holds
+ * the workflow data; bob's gateway OB the heartbeat.
+ */
+export async function seedRouteWorld(ta: TestApp): Promise<RouteWorld> {
+  const { app, ctx } = ta;
+  const w = await seedTenants(ta);
+  const { PA, OA } = w.conns;
+  const now = ctx.now();
+  const series = ctx.stores.series;
+  await series.append(
+    executions,
+    [1, 2, 3].map((n) => ({
+      ts: minutesAgo(now, n),
+      connection_id: PA,
+      execution_id: `e${n}`,
+      workflow_id: n === 3 ? null : "wf1",
+      status: n === 2 ? "error" : "success",
+      mode: "trigger",
+      stopped_at: minutesAgo(now, n - 0.5),
+      duration_ms: 30_000,
+      error: n === 2 ? "node X failed" : null,
+      updated_at: now,
+    })),
+  );
+  await series.append(
+    availabilitySamples,
+    [1, 2, 3, 4].map((n) => ({
+      ts: minutesAgo(now, n),
+      connection_id: n % 2 ? PA : OA,
+      available: n !== 2,
+      response_time_ms: n === 4 ? null : 100 + n,
+      status_code: n === 2 ? 502 : 200,
+      reason: n === 2 ? "bad_status" : null,
+      error: n === 2 ? "status 502" : null,
+      synthetic: n === 4,
+      source: n === 4 ? "gap_fill" : "probe",
+    })),
+  );
+  const usage = await call(app, w.keys.alicePersonal, "POST", "/v1/usage", sampleUsage(PA));
+  if (usage.statusCode !== 201) throw new Error(`seeding usage failed: ${usage.statusCode} ${usage.body}`);
+  const beat = await call(app, w.keys.ingest, "POST", "/v1/gateway/ingest", sampleHeartbeat(now));
+  if (beat.statusCode !== 201) throw new Error(`seeding a heartbeat failed: ${beat.statusCode} ${beat.body}`);
+  await series.waitVisible();
+
+  const db = ctx.stores.db;
+  const incident = randomUUID();
+  await db.query(
+    "INSERT INTO incidents (id, connection_id, kind, status, title, opened_at, acknowledged_at) VALUES ($1, $2, 'availability', 'acknowledged', 'alice n8n is down', $3, $3)",
+    [incident, PA, minutesAgo(now, 5).toISOString()],
+  );
+  await db.query(
+    "INSERT INTO incident_events (id, incident_id, at, kind, detail) VALUES ($1, $2, $3, 'opened', '{\"failures\":3}')",
+    [randomUUID(), incident, minutesAgo(now, 5).toISOString()],
+  );
+  await db.query(
+    `INSERT INTO anomalies (id, connection_id, metric, status, detected_at, window_start, window_end, observed, baseline_mean, baseline_stddev, z_score)
+     VALUES ($1, $2, 'response_time', 'open', $3, $4, $3, 900, 120, 40, 19.5)`,
+    [randomUUID(), PA, minutesAgo(now, 10).toISOString(), minutesAgo(now, 70).toISOString()],
+  );
+
+  const made = await call(app, w.keys.alicePersonal, "POST", "/v1/connections", {
+    service_type: "gateway",
+    service_name: "to delete",
+  });
+  if (made.statusCode !== 201) throw new Error(`seeding failed: ${made.statusCode} ${made.body}`);
+  return { ...w, throwaway: (made.json() as { connection: { id: string } }).connection.id };
+}
+
+const q = (path: string, params: Record<string, string | undefined>) => {
+  const s = new URLSearchParams(
+    Object.entries(params).filter((e): e is [string, string] => e[1] !== undefined),
+  ).toString();
+  return s ? `${path}?${s}` : path;
+};
+
+/** Read API routes: alice's personal key; `connection_id` in the query; `limit` unless `paged` is false. */
+const readSample = (path: string, params: Record<string, string> = {}, paged = true): RouteSample => ({
+  ok: (w) => [
+    { url: q(path, params), key: w.keys.alicePersonal, rows: "data" },
+    {
+      url: q(path, { ...params, connection_id: w.conns.PA, limit: paged ? "1" : undefined }),
+      key: w.keys.alicePersonal,
+      rows: "data",
+    },
+  ],
+  naming: (w, id) => ({ url: q(path, { ...params, connection_id: id }), key: w.keys.alicePersonal }),
+});
+
+export const routeSamples: Record<string, RouteSample> = {
+  "GET /healthz": { ok: () => [{ url: "/healthz", key: null }] },
+  "GET /readyz": { ok: () => [{ url: "/readyz", key: null }] },
+
+  "GET /v1/connections": {
+    ok: (w) => [
+      { url: "/v1/connections", key: w.keys.alicePersonal, rows: "connections" },
+      { url: "/v1/connections?service_type=workflow_b&limit=1", key: w.keys.aliceOrgA, rows: "connections" },
+    ],
+  },
+  "POST /v1/connections": {
+    ok: (w) => [
+      {
+        url: "/v1/connections",
+        key: w.keys.alicePersonal,
+        body: { service_type: "gateway", service_name: "new gateway" },
+      },
+      {
+        url: "/v1/connections",
+        key: w.keys.alicePersonal,
+        body: {
+          service_type: "workflow_a",
+          service_name: "new n8n",
+          base_url: "http://127.0.0.1:9",
+          api_key: "secret-new-key",
+          configuration: { team: "ops" },
+        },
+      },
+    ],
+  },
+  "GET /v1/connections/:id": {
+    ok: (w) => [
+      { url: `/v1/connections/${w.conns.PA}`, key: w.keys.alicePersonal },
+      { url: `/v1/connections/${w.conns.OA}`, key: w.keys.alicePersonal },
+    ],
+    naming: (w, id) => ({ url: `/v1/connections/${id}`, key: w.keys.alicePersonal }),
+  },
+  "PUT /v1/connections/:id": {
+    ok: (w) => [
+      { url: `/v1/connections/${w.conns.PA}`, key: w.keys.alicePersonal, body: { service_name: "renamed" } },
+    ],
+    naming: (w, id) => ({
+      url: `/v1/connections/${id}`,
+      key: w.keys.alicePersonal,
+      body: { service_name: "renamed" },
+    }),
+  },
+  "DELETE /v1/connections/:id": {
+    ok: (w) => [{ url: `/v1/connections/${w.throwaway}`, key: w.keys.alicePersonal }],
+    naming: (w, id) => ({ url: `/v1/connections/${id}`, key: w.keys.alicePersonal }),
+  },
+
+  "POST /v1/usage": {
+    ok: (w) => [
+      { url: "/v1/usage", key: w.keys.alicePersonal, body: sampleUsage(w.conns.PA)[0], rows: "usage" },
+      { url: "/v1/usage", key: w.keys.alicePersonal, body: sampleUsage(w.conns.OA), rows: "usage" },
+    ],
+    naming: (w, id) => ({ url: "/v1/usage", key: w.keys.alicePersonal, body: sampleUsage(id)[0] }),
+  },
+  "GET /v1/usage": {
+    ok: (w) => [
+      { url: "/v1/usage", key: w.keys.alicePersonal, rows: "usage_data" },
+      {
+        url: q("/v1/usage", { connection_id: w.conns.PA, limit: "1" }),
+        key: w.keys.alicePersonal,
+        rows: "usage_data",
+      },
+    ],
+    naming: (w, id) => ({ url: q("/v1/usage", { connection_id: id }), key: w.keys.alicePersonal }),
+  },
+  "PUT /v1/usage": {
+    ok: (w) => [
+      // bob's gateway: heartbeat totals (`gateway` not null) and an unpriced model
+      {
+        url: q("/v1/usage", { connection_id: w.conns.OB }),
+        key: w.keys.bobPersonal,
+        rows: "gateway.by_model",
+      },
+      // alice's workflow: entries by entity and unit
+      { url: q("/v1/usage", { connection_id: w.conns.PA }), key: w.keys.alicePersonal, rows: "by_entity" },
+      { url: q("/v1/usage", { connection_id: w.conns.PA, workflow_id: "wf1" }), key: w.keys.alicePersonal },
+    ],
+    naming: (w, id) => ({ url: q("/v1/usage", { connection_id: id }), key: w.keys.alicePersonal }),
+  },
+  "POST /v1/gateway/ingest": {
+    ok: (w) => [
+      {
+        url: "/v1/gateway/ingest",
+        key: w.keys.ingest,
+        body: { type: "heartbeat", gateway: { status: "healthy", latencyMs: 7, version: "2.4.1" } },
+      },
+    ],
+  },
+
+  "GET /v1/availability": readSample("/v1/availability"),
+  "GET /v1/availability/summary": readSample("/v1/availability/summary", { window: "day" }, false),
+  "GET /v1/executions": {
+    ok: (w) => [
+      ...readSample("/v1/executions").ok(w),
+      {
+        url: "/v1/executions?include_error_details=true&status=error",
+        key: w.keys.alicePersonal,
+        rows: "data",
+      },
+      { url: "/v1/executions?group_by=workflow", key: w.keys.alicePersonal, rows: "data" },
+    ],
+    naming: readSample("/v1/executions").naming,
+  },
+  "GET /v1/analytics": {
+    ok: (w) => [
+      ...readSample("/v1/analytics", { metric_type: "daily_executions" }).ok(w),
+      { url: "/v1/analytics?metric_type=monthly_gateway_cost", key: w.keys.bobPersonal, rows: "data" },
+      { url: "/v1/analytics?metric_type=weekly_availability", key: w.keys.alicePersonal, rows: "data" },
+    ],
+    naming: readSample("/v1/analytics", { metric_type: "daily_executions" }).naming,
+  },
+  "GET /v1/incidents": readSample("/v1/incidents"),
+  "GET /v1/anomalies": readSample("/v1/anomalies"),
+};
+
+/** The value at a dot-separated path of a JSON body. */
+export function at(body: unknown, path: string): unknown {
+  return path
+    .split(".")
+    .reduce<unknown>(
+      (v, k) => (v && typeof v === "object" ? (v as Record<string, unknown>)[k] : undefined),
+      body,
+    );
+}
