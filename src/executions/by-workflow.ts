@@ -4,11 +4,13 @@ import type { Page } from "../core/page.js";
 import { executions } from "../stores/series/tables.js";
 import { connectionScope } from "../connections/scope.js";
 import { type ExecutionFilter, executionFilters } from "./list.js";
+import { nameKey, workflowNames } from "./repository.js";
 
 /** Runs of one workflow of one connection over the window. */
 export interface WorkflowAggregate {
   connection_id: string;
   workflow_id: string | null;
+  workflow_name: string | null;
   runs: number;
   successes: number;
   errors: number;
@@ -71,13 +73,20 @@ export async function executionsByWorkflow(
     }
     byWorkflow.set(k, w);
   }
-  const rows = [...byWorkflow.values()]
-    .sort((a, b) => b.runs - a.runs)
-    .slice(0, q.limit)
-    .map(({ durSum, durRuns, ...w }) => ({
-      ...w,
-      success_rate: w.runs ? Math.round((w.successes / w.runs) * 10_000) / 10_000 : null,
-      avg_duration_ms: durRuns ? Math.round((durSum / durRuns) * 10) / 10 : null,
-    }));
+  const top = [...byWorkflow.values()].sort((a, b) => b.runs - a.runs).slice(0, q.limit);
+  const names = await workflowNames(
+    ctx.stores.db,
+    top.map((w) => ({ connectionId: w.connection_id, workflowId: w.workflow_id })),
+  );
+  const rows = top.map(({ durSum, durRuns, ...w }) => ({
+    connection_id: w.connection_id,
+    workflow_id: w.workflow_id,
+    workflow_name: w.workflow_id ? (names.get(nameKey(w.connection_id, w.workflow_id)) ?? null) : null,
+    runs: w.runs,
+    successes: w.successes,
+    errors: w.errors,
+    success_rate: w.runs ? Math.round((w.successes / w.runs) * 10_000) / 10_000 : null,
+    avg_duration_ms: durRuns ? Math.round((durSum / durRuns) * 10) / 10 : null,
+  }));
   return { rows, next: null, truncated: byWorkflow.size > rows.length };
 }

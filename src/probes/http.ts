@@ -20,7 +20,15 @@ export type FailureReason =
 
 export type HttpOutcome =
   | { ok: true; status: number; body: unknown; ms: number }
-  | { ok: false; reason: FailureReason; error: string; status?: number; ms: number };
+  | {
+      ok: false;
+      reason: FailureReason;
+      error: string;
+      status?: number;
+      ms: number;
+      /** On a 429 or 503: how long the platform asked us to wait (its `Retry-After`), in ms. */
+      retryAfterMs?: number;
+    };
 
 export interface ProbeHttpOptions {
   headers?: Record<string, string>;
@@ -63,6 +71,18 @@ function classify(err: unknown): { reason: FailureReason; error: string } {
   return { reason: "network", error: message };
 }
 
+/**
+ * `Retry-After` in ms: delta-seconds or an HTTP date (RFC 9110 10.2.3). A 429 without the header
+ * waits a minute; the wait is capped at an hour so a wrong header cannot silence a connection.
+ */
+export function retryAfter(header: string | string[] | undefined, now = Date.now()): number {
+  const value = Array.isArray(header) ? header[0] : header;
+  let ms = 60_000;
+  if (value && /^\s*\d+\s*$/.test(value)) ms = Number(value) * 1000;
+  else if (value && Number.isFinite(Date.parse(value))) ms = Date.parse(value) - now;
+  return Math.min(Math.max(ms, 1000), 3_600_000);
+}
+
 export async function probeHttp(agent: Agent, url: string, opts: ProbeHttpOptions): Promise<HttpOutcome> {
   const started = performance.now();
   const ms = () => Math.round((performance.now() - started) * 10) / 10;
@@ -102,8 +122,17 @@ export async function probeHttp(agent: Agent, url: string, opts: ProbeHttpOption
         status,
         ms: ms(),
       };
-    if (status < 200 || status >= 300)
-      return { ok: false, reason: "http_status", error: `HTTP ${status}`, status, ms: ms() };
+    if (status < 200 || status >= 300) {
+      const wait = status === 429 || status === 503 ? retryAfter(res.headers["retry-after"]) : undefined;
+      return {
+        ok: false,
+        reason: "http_status",
+        error: `HTTP ${status}`,
+        status,
+        ms: ms(),
+        ...(wait === undefined ? {} : { retryAfterMs: wait }),
+      };
+    }
     if (!opts.json) return { ok: true, status, body: null, ms: ms() };
     try {
       return { ok: true, status, body: JSON.parse(Buffer.concat(chunks).toString("utf8")), ms: ms() };

@@ -1,14 +1,10 @@
 import type { Agent } from "undici";
-import { type FailureReason, probeHttp } from "./http.js";
+import { probeHttp } from "./http.js";
+import type { CheckResult } from "./platform.js";
+import { workflowBApi } from "./workflow-b.js";
+import { checkWorkflowA, failure } from "./workflow-a.js";
 
-/** What one availability check found; stored as one availability sample. */
-export interface CheckResult {
-  available: boolean;
-  responseTimeMs: number | null;
-  statusCode?: number;
-  reason?: FailureReason;
-  error?: string;
-}
+export type { CheckResult } from "./platform.js";
 
 export interface CheckTarget {
   serviceType: "workflow_a" | "workflow_b";
@@ -24,36 +20,13 @@ export interface CheckOptions {
   workflowBApiTemplate: string;
 }
 
-const fail = (r: { reason: FailureReason; error: string; status?: number; ms: number }): CheckResult => ({
-  available: false,
-  responseTimeMs: r.reason === "timeout" ? null : r.ms,
-  ...(r.status === undefined ? {} : { statusCode: r.status }),
-  reason: r.reason,
-  error: r.error,
-});
-
-/** A 401/403 from the platform's API: the credential is wrong (not the platform down). */
-function rejected(r: { status?: number }, credential: string, responseTimeMs: number): CheckResult | null {
-  if (r.status !== 401 && r.status !== 403) return null;
-  return {
-    available: false,
-    responseTimeMs,
-    statusCode: r.status,
-    reason: "bad_credentials",
-    error: `the API rejected the ${credential} (HTTP ${r.status})`,
-  };
-}
-
-const join = (base: string, path: string) => `${base.replace(/\/+$/, "")}${path}`;
-
-export function workflowBApi(template: string, region: string | null): string {
-  return template.replace("{region}", encodeURIComponent(region || "eu1")).replace(/\/+$/, "");
-}
+/** Make's answer to `/users/me` is one small object; more than this is not Make. */
+const ME_MAX_BYTES = 256 * 1024;
 
 /**
- * workflow_a: GET {base_url}/healthz must answer 2xx; then GET /api/v1/workflows?limit=1 with the
- * API key, where 401/403 means bad credentials. workflow_b: GET {api}/users/me with the token.
- * The response time is that of the first request (the platform's health).
+ * One availability check. workflow_a: see checkWorkflowA (readiness, then a small authenticated
+ * request). workflow_b: `GET {api}/users/me` with the token; 401/403 means a bad token, a 429
+ * proves the platform up (it answered; only the sync waits).
  */
 export async function runCheck(agent: Agent, t: CheckTarget, opts: CheckOptions): Promise<CheckResult> {
   if (t.serviceType === "workflow_a") {
@@ -64,15 +37,7 @@ export async function runCheck(agent: Agent, t: CheckTarget, opts: CheckOptions)
         reason: "bad_credentials",
         error: "base_url and api_key are required",
       };
-    const health = await probeHttp(agent, join(t.baseUrl, "/healthz"), { timeoutMs: opts.timeoutMs });
-    if (!health.ok) return fail(health);
-    const api = await probeHttp(agent, join(t.baseUrl, "/api/v1/workflows?limit=1"), {
-      timeoutMs: opts.timeoutMs,
-      headers: { "X-N8N-API-KEY": t.apiKey },
-      json: true,
-    });
-    if (!api.ok) return rejected(api, "api_key", health.ms) ?? fail(api);
-    return { available: true, responseTimeMs: health.ms, statusCode: health.status };
+    return checkWorkflowA(agent, { baseUrl: t.baseUrl, apiKey: t.apiKey }, opts.timeoutMs);
   }
   if (!t.apiToken)
     return {
@@ -85,7 +50,17 @@ export async function runCheck(agent: Agent, t: CheckTarget, opts: CheckOptions)
     timeoutMs: opts.timeoutMs,
     headers: { authorization: `Token ${t.apiToken}` },
     json: true,
+    maxBytes: ME_MAX_BYTES,
   });
-  if (!me.ok) return rejected(me, "api_token", me.ms) ?? fail(me);
-  return { available: true, responseTimeMs: me.ms, statusCode: me.status };
+  if (me.ok) return { available: true, responseTimeMs: me.ms, statusCode: me.status };
+  if (me.status === 401 || me.status === 403)
+    return {
+      available: false,
+      responseTimeMs: me.ms,
+      statusCode: me.status,
+      reason: "bad_credentials",
+      error: `the API rejected the api_token (HTTP ${me.status})`,
+    };
+  if (me.status === 429) return { available: true, responseTimeMs: me.ms, statusCode: 429 };
+  return failure(me);
 }

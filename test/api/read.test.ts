@@ -127,6 +127,7 @@ for (const series of ["pglite", "questdb"] as BackendName[]) {
       {
         connection_id: PA,
         workflow_id: "wf1",
+        workflow_name: null, // no name read from the platform in this test
         runs: 3,
         successes: 2,
         errors: 1,
@@ -136,6 +137,7 @@ for (const series of ["pglite", "questdb"] as BackendName[]) {
       {
         connection_id: PA,
         workflow_id: "wf2",
+        workflow_name: null,
         runs: 1,
         successes: 0,
         errors: 0,

@@ -29,17 +29,40 @@ export const execution = z.object({
   connection_id: z.string(),
   execution_id: z.string(),
   workflow_id: z.string().nullable(),
-  status: oneOf(EXECUTION_STATUSES),
+  workflow_name: z
+    .string()
+    .nullable()
+    .describe("the workflow's (n8n) or scenario's (Make) name as the platform last reported it"),
+  status: z
+    .string()
+    .describe(
+      `one of ${EXECUTION_STATUSES.join(", ")}; a platform status Vigil cannot map is stored as sent (README: Execution statuses)`,
+    ),
   mode: z.string().nullable(),
   started_at: timestamp,
   stopped_at: timestamp.nullable(),
   duration_ms: z.number().nullable(),
-  error: z.string().nullable().optional().describe("only with include_error_details=true"),
+  error: z
+    .string()
+    .nullable()
+    .optional()
+    .describe("only with include_error_details=true: the platform's message"),
+  error_node: z
+    .string()
+    .nullable()
+    .optional()
+    .describe("only with include_error_details=true: the failing node (n8n) or module (Make)"),
+  last_node: z
+    .string()
+    .nullable()
+    .optional()
+    .describe("only with include_error_details=true: the last step that ran"),
 });
 
 export const workflowAggregate = z.object({
   connection_id: z.string(),
   workflow_id: z.string().nullable(),
+  workflow_name: z.string().nullable(),
   runs: z.number().int(),
   successes: z.number().int(),
   errors: z.number().int(),

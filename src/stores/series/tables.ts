@@ -53,12 +53,15 @@ export const executions = table(
     connection_id: { type: "symbol" },
     execution_id: { type: "string" },
     workflow_id: { type: "string", nullable: true },
-    /** running, success, error, waiting, cancelled. */
+    /** running, success, error, waiting, cancelled; a platform value Vigil does not know, as sent. */
     status: { type: "symbol" },
     mode: { type: "symbol", nullable: true },
     stopped_at: { type: "timestamp", nullable: true },
     duration_ms: { type: "double", nullable: true },
     error: { type: "string", nullable: true },
+    /** The failing node (n8n) or module (Make), and the last step that ran (sql/questdb/003). */
+    error_node: { type: "string", nullable: true },
+    last_node: { type: "string", nullable: true },
     updated_at: { type: "timestamp" },
   },
   ["connection_id", "execution_id"],
