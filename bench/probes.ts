@@ -167,7 +167,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
       `\nlag p99 ${lagP99 < 1000 ? "meets" : "MISSES"} < 1 s; RSS ${rssPeakMb < 300 ? "meets" : "MISSES"} < 300 MB; drain/bare ${fmt(drain / bare, 2)}: ${verdict(drain / bare, 0.7)}`,
     );
     console.log(
-      "(a Vigil check also pulls executions after a success: three requests against the loop's two)",
+      "(a Vigil check also syncs executions, at most once a minute: a list page and status=running, four requests against the loop's two)",
     );
   } finally {
     await Promise.all(sims.map((x) => x.close()));
@@ -189,9 +189,9 @@ async function bareLoop(origins: string[], concurrency: number, ms: number): Pro
   let next = 0;
   const one = async () => {
     const base = origins[next++ % origins.length] as string;
-    const h = await request(`${base}/healthz`, { dispatcher: agent });
+    const h = await request(`${base}/healthz/readiness`, { dispatcher: agent });
     await h.body.text();
-    const w = await request(`${base}/api/v1/workflows?limit=1`, {
+    const w = await request(`${base}/api/v1/executions?limit=1`, {
       dispatcher: agent,
       headers: { "X-N8N-API-KEY": "bench-key" },
     });

@@ -91,3 +91,15 @@ export interface SyncOutcome {
   stoppedBy: string | null;
   retryAfterMs?: number;
 }
+
+/** A platform's id (string or number) as text, bounded; null when absent. */
+export const asId = (v: unknown): string | null =>
+  typeof v === "string" && v
+    ? v.slice(0, 64)
+    : typeof v === "number" && Number.isFinite(v)
+      ? String(v)
+      : null;
+
+/** A platform's text field, bounded; null when absent or empty. */
+export const text = (v: unknown, max = 2000): string | null =>
+  typeof v === "string" && v ? v.slice(0, max) : null;

@@ -1,6 +1,15 @@
 import type { Agent } from "undici";
 import { type HttpOutcome, probeHttp } from "./http.js";
-import type { CheckResult, PlatformRun, SyncBudget, SyncOutcome, SyncState, TrackedRun } from "./platform.js";
+import {
+  asId,
+  type CheckResult,
+  type PlatformRun,
+  type SyncBudget,
+  type SyncOutcome,
+  type SyncState,
+  text,
+  type TrackedRun,
+} from "./platform.js";
 
 /**
  * `workflow_a`: a self-hosted n8n instance through its public API (`/api/v1`, header
@@ -69,19 +78,12 @@ const MAX_DETAILS = 500;
 /** Ids missing between two listed runs are looked up when the hole is at most this wide. */
 const MAX_GAP = 50;
 
-const asId = (v: unknown) =>
-  typeof v === "string" && v
-    ? v.slice(0, 64)
-    : typeof v === "number" && Number.isFinite(v)
-      ? String(v)
-      : null;
 const numeric = (s: string | undefined): s is string => !!s && /^\d{1,30}$/.test(s);
 const isoDate = (v: unknown): Date | null => {
   if (typeof v !== "string") return null;
   const d = new Date(v);
   return Number.isFinite(d.getTime()) ? d : null;
 };
-const text = (v: unknown, max = 2000) => (typeof v === "string" && v ? v.slice(0, max) : null);
 
 export interface WorkflowATarget {
   baseUrl: string;
@@ -185,7 +187,7 @@ function toRun(e: N8nExecution, keepTs?: string): PlatformRun | null {
  * 2. A sweep pages the list from the newest run down to the last sweep's top. It may span ticks:
  *    its cursor is kept. Holes in the ids below the top are runs the list hides (running,
  *    waiting) or runs of other projects; each is looked up once by id and tracked if unfinished.
- * 3. `status=running` and `status=waiting` add unfinished runs the list leaves out.
+ * 3. `status=running` adds the running runs the list leaves out.
  * 4. Failed runs get their reason (`includeData=true`), and workflows their names.
  *
  * A 429 or 5xx ends the tick where it is, keeping everything not yet done, and a 429's
@@ -340,8 +342,9 @@ export async function syncWorkflowA(
   }
   for (const id of holes) if (!tracked.has(id) && !runs.has(id)) tracked.set(id, { id, stored: false });
 
-  // 3. Unfinished runs the list leaves out.
-  for (const status of ["running", "waiting"]) {
+  // 3. Running runs the list leaves out. (Waiting ones are hidden even from status=waiting while
+  // the process that paused them lives, and listed normally after a restart: the holes find them.)
+  for (const status of ["running"]) {
     if (out.stoppedBy) break;
     out.requests++;
     const r = await get(`/executions?status=${status}&limit=${MAX_PAGE}`);

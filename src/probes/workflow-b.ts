@@ -1,6 +1,13 @@
 import type { Agent } from "undici";
 import { type HttpOutcome, probeHttp } from "./http.js";
-import type { PlatformRun, SyncBudget, SyncOutcome, SyncState } from "./platform.js";
+import {
+  asId,
+  type PlatformRun,
+  type SyncBudget,
+  type SyncOutcome,
+  type SyncState,
+  text,
+} from "./platform.js";
 
 /**
  * `workflow_b`: a Make account through its public API v2 (`Authorization: Token …`), as Make's
@@ -62,14 +69,6 @@ const SCENARIOS_TTL_MS = 10 * 60_000;
 const LOG_PAGE = 50;
 const SCENARIO_PAGE = 100;
 const MAX_SCENARIOS = 5000;
-
-const asId = (v: unknown) =>
-  typeof v === "string" && v
-    ? v.slice(0, 64)
-    : typeof v === "number" && Number.isFinite(v)
-      ? String(v)
-      : null;
-const text = (v: unknown, max = 2000) => (typeof v === "string" && v ? v.slice(0, max) : null);
 
 function toRun(l: MakeLog, scenarioId: string): PlatformRun | null {
   const id = asId(l.id);
