@@ -77,8 +77,32 @@ export function questdbDdl(prefix = ""): string[] {
     );
 }
 
+/**
+ * Runs the DDL at every start. `ALTER TABLE t ADD COLUMN IF NOT EXISTS c …` cannot be sent as is:
+ * QuestDB refuses it on a WAL table whose column exists ("statement is either no-op …"), and it
+ * applies a WAL table's structure change asynchronously, so a second ALTER sent at once can meet
+ * the same refusal. So such a statement runs only when the column is missing, and the next one
+ * waits until the column is there.
+ */
 export async function applyQuestdbSchema(pool: pg.Pool, prefix = ""): Promise<void> {
-  for (const stmt of questdbDdl(prefix)) await pool.query(stmt);
+  for (const stmt of questdbDdl(prefix)) {
+    const add = /^ALTER TABLE\s+(\w+)\s+ADD COLUMN IF NOT EXISTS\s+(\w+)/i.exec(stmt);
+    if (!add) {
+      await pool.query(stmt);
+      continue;
+    }
+    const [, table, column] = add as unknown as [string, string, string];
+    const has = async () =>
+      (
+        await pool.query<{ column: string }>(
+          `SELECT "column" FROM table_columns('${table}') WHERE "column" = $1`,
+          [column],
+        )
+      ).rows.length > 0;
+    if (await has()) continue;
+    await pool.query(stmt);
+    for (let i = 0; i < 100 && !(await has()); i++) await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 const isDataError = (err: unknown) => err instanceof IlpRejectedError;
