@@ -14,6 +14,7 @@ import { LazyChildLogger } from "./lib/logger.js";
 import { registerDocs } from "./http/docs.js";
 import { openApiDocument } from "./http/openapi.js";
 import { registerRoutes } from "./http/route.js";
+import { registerOAuth } from "./oauth/routes.js";
 import { routes } from "./http/routes/index.js";
 import type { Actor } from "./core/actor.js";
 import type { AppContext } from "./core/context.js";
@@ -133,5 +134,7 @@ export async function buildApp(ctx: AppContext, opts: AppOptions = {}): Promise<
   const openapi = openApiDocument(routes, ctx.config.publicUrl, "0.1.0");
   app.get("/v1/openapi.json", async () => openapi);
   await registerDocs(app, openapi);
+  // The OAuth 2.1 authorization server and sign-in pages (the MCP tool server's door in).
+  await registerOAuth(app, ctx);
   return app;
 }

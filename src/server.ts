@@ -3,6 +3,7 @@ import { buildApp } from "./app.js";
 import type { Config } from "./config.js";
 import { startAdminSocket } from "./admin/socket.js";
 import { closeContext, createContext } from "./core/context.js";
+import { revokeUserAccess } from "./oauth/service.js";
 import { keyStore } from "./identity/keys.js";
 import { clusterJobs, probeProcessJobs } from "./jobs/jobs.js";
 import { JobRunner } from "./jobs/runner.js";
@@ -94,7 +95,13 @@ export async function serve(config: Config, roles: Role[], log: Logger = createL
     void stores.whenReady().then(async () => {
       adminSocket = await startAdminSocket(
         config.dataDir,
-        () => ({ db: stores.db, credentials: ctx.credentials, keys: keyStore(ctx), now: () => ctx.now() }),
+        () => ({
+          db: stores.db,
+          credentials: ctx.credentials,
+          keys: keyStore(ctx),
+          now: () => ctx.now(),
+          revokeUserAccess: (user: string) => revokeUserAccess(ctx, user),
+        }),
         log,
       );
     });

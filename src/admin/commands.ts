@@ -4,6 +4,8 @@ import type { KeyStore } from "../identity/keys.js";
 import { parsePermissions } from "../core/actor.js";
 import type { CredentialBox } from "../lib/credentials.js";
 import type { RelationalStore } from "../stores/relational/types.js";
+import { userExists } from "../identity/repository.js";
+import { deleteUserSessions, revokeUserGrants } from "../oauth/repository.js";
 import { reencryptCredentials } from "./reencrypt.js";
 
 export const ADMIN_USAGE = `Usage: vigil admin <command> [options]   (prints one JSON object)
@@ -13,6 +15,7 @@ export const ADMIN_USAGE = `Usage: vigil admin <command> [options]   (prints one
   add-member  --org ORG_ID --user USER_ID --role member|admin|owner
   create-key  --user USER_ID [--org ORG_ID] [--permissions LIST|all] [--name N]
   revoke-key  --id KEY_ID
+  revoke-access --user USER_ID   end the user's OAuth grants (MCP tokens) and sign-in sessions
   reencrypt   re-encrypt stored credentials under the current VIGIL_SECRET`;
 
 export class UsageError extends Error {
@@ -25,6 +28,7 @@ const OPTIONS = {
   "add-member": { org: true, user: true, role: true },
   "create-key": { user: true, org: false, permissions: false, name: false },
   "revoke-key": { id: true },
+  "revoke-access": { user: true },
   reencrypt: {},
 } as const satisfies Record<string, Record<string, boolean>>;
 
@@ -69,6 +73,8 @@ export interface AdminDeps {
   keys?: KeyStore;
   /** When run inside a server, its clock (ctx.now); the CLI on its own uses the wall clock. */
   now?: () => Date;
+  /** When run inside a server: revokes and forgets its cached grants, so tokens stop at once there. */
+  revokeUserAccess?: (userId: string) => Promise<{ grants: number; sessions: number }>;
 }
 
 export async function runAdmin(deps: AdminDeps, req: AdminRequest): Promise<unknown> {
@@ -99,6 +105,18 @@ export async function runAdmin(deps: AdminDeps, req: AdminRequest): Promise<unkn
       const result = await revokeKey(deps.db, o.id as string, deps.now ? deps.now() : new Date());
       deps.keys?.invalidate((p) => p.keyId === o.id);
       return result;
+    }
+    case "revoke-access": {
+      const user = o.user as string;
+      if (!(await userExists(deps.db, user))) throw new Error(`no user with id ${user}`);
+      const now = deps.now ? deps.now() : new Date();
+      const revoked = deps.revokeUserAccess
+        ? await deps.revokeUserAccess(user)
+        : {
+            grants: (await revokeUserGrants(deps.db, user, now)).length,
+            sessions: await deleteUserSessions(deps.db, user),
+          };
+      return { user_id: user, ...revoked };
     }
     case "reencrypt":
       return reencryptCredentials(deps.db, deps.credentials);

@@ -3,6 +3,7 @@ import type { DeliveryJob } from "../notifications/delivery.js";
 import { releaseStaleLeases } from "../probes/claim.js";
 import { watchHeartbeats } from "../probes/heartbeats.js";
 import type { ProbeWorker } from "../probes/worker.js";
+import { cleanUp as oauthCleanUp } from "../oauth/service.js";
 import { expireJob, rollUpJob } from "../retention/job.js";
 import { JOB_LOCKS, type Job } from "./runner.js";
 
@@ -25,8 +26,22 @@ export function clusterJobs(delivery: DeliveryJob): Job[] {
     // through slow SMTP sends would pin a pool connection for as long
     { name: "delivery", intervalMs: 2_000, lock: null, run: () => delivery.tick() },
     probeHousekeepingJob,
+    oauthHousekeepingJob,
   ];
 }
+
+/**
+ * OAuth and sign-in housekeeping: expired codes, refresh tokens and sessions, old sign-in
+ * counters, registrations nobody approved within a day and clients unused for 90 days.
+ */
+export const oauthHousekeepingJob: Job = {
+  name: "oauth-housekeeping",
+  intervalMs: 60 * 60_000,
+  lock: JOB_LOCKS.oauthHousekeeping,
+  run: async (ctx) => {
+    await oauthCleanUp(ctx);
+  },
+};
 
 export const rollupsJob: Job = {
   name: "rollups",

@@ -29,6 +29,7 @@ export const JOB_LOCKS = {
   retention: 0x76676c02,
   heartbeatMonitor: 0x76676c03,
   probeHousekeeping: 0x76676c05,
+  oauthHousekeeping: 0x76676c06,
 } as const;
 
 /** In-process turn-taking per lock key: a job waits for another of this process holding its key. */
