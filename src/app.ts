@@ -14,7 +14,8 @@ import { LazyChildLogger } from "./lib/logger.js";
 import { registerDocs } from "./http/docs.js";
 import { openApiDocument } from "./http/openapi.js";
 import { registerRoutes } from "./http/route.js";
-import { registerOAuth } from "./oauth/routes.js";
+import { registerMcp } from "./mcp/server.js";
+import { mcpAuthenticate, registerOAuth } from "./oauth/routes.js";
 import { routes } from "./http/routes/index.js";
 import type { Actor } from "./core/actor.js";
 import type { AppContext } from "./core/context.js";
@@ -136,5 +137,7 @@ export async function buildApp(ctx: AppContext, opts: AppOptions = {}): Promise<
   await registerDocs(app, openapi);
   // The OAuth 2.1 authorization server and sign-in pages (the MCP tool server's door in).
   await registerOAuth(app, ctx);
+  // The read-only MCP tool server at /mcp, for users signed in with OAuth.
+  registerMcp(app, ctx, mcpAuthenticate(ctx));
   return app;
 }

@@ -101,6 +101,8 @@ export async function serve(config: Config, roles: Role[], log: Logger = createL
           keys: keyStore(ctx),
           now: () => ctx.now(),
           revokeUserAccess: (user: string) => revokeUserAccess(ctx, user),
+          secrets: ctx.secrets,
+          publicUrl: ctx.config.publicUrl,
         }),
         log,
       );

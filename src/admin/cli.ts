@@ -49,10 +49,9 @@ export async function adminMain(config: Config, argv: string[]): Promise<number>
   const db = await openRelational(config);
   try {
     await migrate(db);
-    const credentials = new CredentialBox(
-      resolveSecrets(config, (m) => process.stderr.write(`warning: ${m}\n`)),
-    );
-    out(await runAdmin({ db, credentials }, request));
+    const secrets = resolveSecrets(config, (m) => process.stderr.write(`warning: ${m}\n`));
+    const credentials = new CredentialBox(secrets);
+    out(await runAdmin({ db, credentials, secrets, publicUrl: config.publicUrl }, request));
     return 0;
   } catch (e) {
     if (e instanceof UsageError) {

@@ -6,6 +6,7 @@ import type { CredentialBox } from "../lib/credentials.js";
 import type { RelationalStore } from "../stores/relational/types.js";
 import { userExists } from "../identity/repository.js";
 import { deleteUserSessions, revokeUserGrants } from "../oauth/repository.js";
+import { operatorTokens } from "../oauth/service.js";
 import { reencryptCredentials } from "./reencrypt.js";
 
 export const ADMIN_USAGE = `Usage: vigil admin <command> [options]   (prints one JSON object)
@@ -16,6 +17,7 @@ export const ADMIN_USAGE = `Usage: vigil admin <command> [options]   (prints one
   create-key  --user USER_ID [--org ORG_ID] [--permissions LIST|all] [--name N]
   revoke-key  --id KEY_ID
   revoke-access --user USER_ID   end the user's OAuth grants (MCP tokens) and sign-in sessions
+  mcp-token   --user USER_ID     OAuth tokens for the MCP tool server without a browser (Inspector CLI)
   reencrypt   re-encrypt stored credentials under the current VIGIL_SECRET`;
 
 export class UsageError extends Error {
@@ -29,6 +31,7 @@ const OPTIONS = {
   "create-key": { user: true, org: false, permissions: false, name: false },
   "revoke-key": { id: true },
   "revoke-access": { user: true },
+  "mcp-token": { user: true },
   reencrypt: {},
 } as const satisfies Record<string, Record<string, boolean>>;
 
@@ -73,6 +76,9 @@ export interface AdminDeps {
   keys?: KeyStore;
   /** When run inside a server, its clock (ctx.now); the CLI on its own uses the wall clock. */
   now?: () => Date;
+  /** The master secrets and PUBLIC_URL (token signing: mcp-token). */
+  secrets?: { current: string; previous: string[] };
+  publicUrl?: string;
   /** When run inside a server: revokes and forgets its cached grants, so tokens stop at once there. */
   revokeUserAccess?: (userId: string) => Promise<{ grants: number; sessions: number }>;
 }
@@ -117,6 +123,14 @@ export async function runAdmin(deps: AdminDeps, req: AdminRequest): Promise<unkn
             sessions: await deleteUserSessions(deps.db, user),
           };
       return { user_id: user, ...revoked };
+    }
+    case "mcp-token": {
+      const user = o.user as string;
+      if (!(await userExists(deps.db, user))) throw new Error(`no user with id ${user}`);
+      if (!deps.secrets || !deps.publicUrl)
+        throw new Error("mcp-token needs the server's secret and PUBLIC_URL");
+      const now = deps.now ? deps.now() : new Date();
+      return operatorTokens(deps.db, { secrets: deps.secrets, publicUrl: deps.publicUrl, now }, user);
     }
     case "reencrypt":
       return reencryptCredentials(deps.db, deps.credentials);

@@ -5,6 +5,7 @@ import { READ_PERMISSIONS, type UserActor } from "../core/actor.js";
 import { type AppContext, perApp } from "../core/context.js";
 import { hashPassword, verifyPassword } from "../identity/passwords.js";
 import { KeyRing } from "./keys.js";
+import type { RelationalStore } from "../stores/relational/types.js";
 import * as repo from "./repository.js";
 
 /**
@@ -274,15 +275,22 @@ export interface TokenResponse {
   scope: string;
 }
 
+/** What signing an access token needs: the keys, the issuer and the time. */
+interface Signer {
+  keys: KeyRing;
+  issuer: string;
+  now: Date;
+}
+
 async function accessToken(
-  ctx: AppContext,
+  signer: Signer,
   g: { id: string; userId: string; clientId: string; resource: string },
-) {
-  const k = oauthState(ctx).keys.current;
-  const now = Math.floor(ctx.now().getTime() / 1000);
+): Promise<string> {
+  const k = signer.keys.current;
+  const now = Math.floor(signer.now.getTime() / 1000);
   return new SignJWT({ scope: SCOPE, client_id: g.clientId, gid: g.id })
     .setProtectedHeader({ alg: "EdDSA", kid: k.kid, typ: "at+jwt" })
-    .setIssuer(issuer(ctx))
+    .setIssuer(signer.issuer)
     .setAudience(g.resource)
     .setSubject(g.userId)
     .setIssuedAt(now)
@@ -292,25 +300,58 @@ async function accessToken(
 }
 
 async function tokensFor(
-  ctx: AppContext,
+  signer: Signer,
   db: Parameters<typeof repo.insertRefreshToken>[0],
   g: { id: string; userId: string; clientId: string; resource: string },
 ): Promise<TokenResponse> {
   const refresh = token();
-  const now = ctx.now();
   await repo.insertRefreshToken(db, {
     hash: sha256(refresh),
     grantId: g.id,
-    at: now,
-    expiresAt: new Date(now.getTime() + REFRESH_TOKEN_TTL_S * 1000),
+    at: signer.now,
+    expiresAt: new Date(signer.now.getTime() + REFRESH_TOKEN_TTL_S * 1000),
   });
   return {
-    access_token: await accessToken(ctx, g),
+    access_token: await accessToken(signer, g),
     token_type: "Bearer",
     expires_in: ACCESS_TOKEN_TTL_S,
     refresh_token: refresh,
     scope: SCOPE,
   };
+}
+
+const signerOf = (ctx: AppContext): Signer => ({
+  keys: oauthState(ctx).keys,
+  issuer: issuer(ctx),
+  now: ctx.now(),
+});
+
+/**
+ * Tokens for a user without the browser flow, for tools that cannot run it (the MCP Inspector
+ * CLI): `vigil admin mcp-token`. They belong to a grant of a client named "vigil admin
+ * mcp-token", are revoked like any other, and the refresh token rotates as usual.
+ */
+export async function operatorTokens(
+  db: RelationalStore,
+  env: { secrets: { current: string; previous: string[] }; publicUrl: string; now: Date },
+  userId: string,
+): Promise<TokenResponse & { client_id: string }> {
+  const clientId = `vgc_${randomUUID().replaceAll("-", "")}`;
+  const resource = `${env.publicUrl}/mcp`;
+  const grant = { id: randomUUID(), userId, clientId, resource };
+  const signer: Signer = { keys: new KeyRing(env.secrets), issuer: env.publicUrl, now: env.now };
+  const tokens = await db.transaction(async (tx) => {
+    await repo.insertClient(tx, {
+      id: clientId,
+      name: "vigil admin mcp-token",
+      redirectUris: [],
+      at: env.now,
+    });
+    await repo.touchClient(tx, clientId, env.now);
+    await repo.insertGrant(tx, { ...grant, scope: SCOPE, at: env.now });
+    return tokensFor(signer, tx, grant);
+  });
+  return { ...tokens, client_id: clientId };
 }
 
 function pkceMatches(verifier: string, challenge: string): boolean {
@@ -370,7 +411,7 @@ export async function exchangeCode(
     };
     await repo.insertGrant(tx, { ...grant, scope: code.scope, at: now });
     await repo.markCodeUsed(tx, hash, grant.id, now);
-    return { tokens: await tokensFor(ctx, tx, grant) };
+    return { tokens: await tokensFor(signerOf(ctx), tx, grant) };
   });
   if ("error" in outcome) throw outcome.error;
   return outcome.tokens;
@@ -405,7 +446,7 @@ export async function refreshTokens(
     await repo.markRefreshUsed(tx, hash, now);
     await repo.touchClient(tx, grant.client_id, now);
     return {
-      tokens: await tokensFor(ctx, tx, {
+      tokens: await tokensFor(signerOf(ctx), tx, {
         id: grant.id,
         userId: grant.user_id,
         clientId: grant.client_id,

@@ -1,5 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { FastifyInstance } from "fastify";
+import type { AppContext } from "../../src/core/context.js";
+import { issueCode, mcpResource } from "../../src/oauth/service.js";
 
 /**
  * Drives Vigil's OAuth pages as a browser would, through `app.inject`: a cookie jar, the sign-in
@@ -129,4 +131,35 @@ export async function tokenRequest(app: FastifyInstance, form: Record<string, st
     headers: { "content-type": "application/x-www-form-urlencoded" },
     payload: new URLSearchParams(form).toString(),
   });
+}
+
+/**
+ * An access token for `userId` through the real authorization server (registration, a code as
+ * the consent page issues it, the PKCE exchange): for tests that need a signed-in user at /mcp
+ * without driving the pages.
+ */
+export async function mcpTokenFor(app: FastifyInstance, ctx: AppContext, userId: string): Promise<string> {
+  const client = await registerClient(app);
+  const { verifier, challenge } = pkce();
+  const code = await issueCode(
+    ctx,
+    {
+      clientId: client.client_id,
+      clientName: "test",
+      redirectUri: REDIRECT,
+      codeChallenge: challenge,
+      state: null,
+      resource: mcpResource(ctx),
+      scope: "read",
+    },
+    userId,
+  );
+  const res = await tokenRequest(app, {
+    grant_type: "authorization_code",
+    code,
+    redirect_uri: REDIRECT,
+    client_id: client.client_id,
+    code_verifier: verifier,
+  });
+  return (res.json() as { access_token: string }).access_token;
 }

@@ -1,4 +1,5 @@
 import t, { type Test } from "tap";
+import { runAdmin } from "../../src/admin/commands.js";
 import { createUser } from "../../src/identity/accounts.js";
 import { forgetGrants, revokeUserAccess, verifyAccessToken } from "../../src/oauth/service.js";
 import { testApp } from "../helpers/app.js";
@@ -438,4 +439,33 @@ t.test("Secure cookies behind https", async (t) => {
     .concat(res.headers["set-cookie"] ?? [])
     .find((c) => c.startsWith("vigil_session="));
   t.match(cookie, /Secure/);
+});
+
+t.test("vigil admin mcp-token and revoke-access", async (t) => {
+  const s = await setup(t);
+  const deps = {
+    db: s.ctx.stores.db,
+    credentials: s.ctx.credentials,
+    secrets: s.ctx.secrets,
+    publicUrl: PUBLIC,
+    now: () => s.ctx.now(),
+  };
+  const minted = (await runAdmin(deps, { command: "mcp-token", options: { user: s.userId } })) as Record<
+    string,
+    string
+  >;
+  t.match(minted, { token_type: "Bearer", client_id: /^vgc_/ });
+  const actor = await verifyAccessToken(s.ctx, minted.access_token as string);
+  t.equal(actor.userId, s.userId, "a token for the user, valid at /mcp");
+  const refreshed = await tokenRequest(s.app, {
+    grant_type: "refresh_token",
+    refresh_token: minted.refresh_token as string,
+    client_id: minted.client_id as string,
+  });
+  t.equal(refreshed.statusCode, 200, "its refresh token works like any other");
+  await t.rejects(runAdmin(deps, { command: "mcp-token", options: { user: "nobody" } }), /no user/);
+  const out = await runAdmin(deps, { command: "revoke-access", options: { user: s.userId } });
+  t.match(out, { user_id: s.userId, grants: 1 });
+  forgetGrants(s.ctx); // the CLI ran apart from this node: its cache expires within 10 s
+  await t.rejects(verifyAccessToken(s.ctx, refreshed.json().access_token), /revoked/);
 });

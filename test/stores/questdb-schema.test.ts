@@ -18,5 +18,8 @@ t.test("the QuestDB schema applies again over itself (a restart)", async (t) => 
     `SELECT "column" FROM table_columns('${series.tablePrefix}executions')`,
   );
   const names = cols.rows.map((r) => r.column);
-  t.ok(names.includes("error_node") && names.includes("last_node"), `the added columns are there: ${names.join(", ")}`);
+  t.ok(
+    names.includes("error_node") && names.includes("last_node"),
+    `the added columns are there: ${names.join(", ")}`,
+  );
 });
