@@ -4,7 +4,7 @@ import { invalidInput } from "../core/errors.js";
 import { getConnection } from "../connections/get.js";
 import { availabilitySamples } from "../stores/series/tables.js";
 import type { Filter } from "../stores/series/types.js";
-import { availabilityTotals } from "./totals.js";
+import { SAMPLE_MEASURES, toRollup } from "../retention/rollups.js";
 
 const HOUR_MS = 3_600_000;
 
@@ -75,11 +75,16 @@ export async function connectionHealth(
   const scope: Filter = { column: "connection_id", op: "eq", value: connection.id };
   const series = ctx.stores.series;
   const window = { since, until };
-  const [parts, synthetic, latest, failure] = await Promise.all([
-    availabilityTotals(ctx, availabilitySamples, scope, since, until, "all"),
-    series.count(availabilitySamples, {
-      where: [scope, { column: "synthetic", op: "eq", value: true }],
-      ...window,
+  // One aggregate grouped by `synthetic` gives the totals and the gap-fill count together: three
+  // statements to the series store, not four (npm run bench -- mcp).
+  const [groups, latest, failure] = await Promise.all([
+    series.aggregate(availabilitySamples, {
+      bucket: "all",
+      where: [scope],
+      since,
+      until,
+      groupBy: ["connection_id", "synthetic"],
+      measures: SAMPLE_MEASURES,
     }),
     series.page(availabilitySamples, { where: [scope], ...window, limit: 1 }),
     series.page(availabilitySamples, {
@@ -92,11 +97,14 @@ export async function connectionHealth(
   let up = 0;
   let rs = 0;
   let rn = 0;
-  for (const p of parts) {
+  let synthetic = 0;
+  for (const g of groups) {
+    const p = toRollup({ ...g, bucket: since });
     checks += p.checks;
     up += p.available;
     rs += p.response_ms_sum;
     rn += p.response_ms_count;
+    if (["true", "t", "1"].includes(String(g.synthetic))) synthetic += p.checks;
   }
   const last = latest.rows[0];
   const down = failure.rows[0];

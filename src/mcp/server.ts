@@ -8,6 +8,9 @@ import { StoreNotReadyError } from "../stores/supervisor.js";
 import { jsonRpcError, RPC } from "./errors.js";
 import { invalidParams } from "./params.js";
 import { registerTools } from "./tools.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
+
+const schemaValidator = new AjvJsonSchemaValidator();
 
 /**
  * The MCP tool server (spec: Tool server): Streamable HTTP at `/mcp` inside Vigil's Fastify
@@ -142,6 +145,9 @@ export function registerMcp(app: FastifyInstance, ctx: AppContext, authenticate:
       if (badParams) return reply.code(200).type("application/json").send(badParams);
       const server = new McpServer(MCP_SERVER_INFO, {
         capabilities: { tools: {} },
+        // One validator for the process: the SDK would build a fresh Ajv for every request's
+        // server otherwise (about 0.3 ms a call, npm run bench -- mcp).
+        jsonSchemaValidator: schemaValidator,
         instructions: INSTRUCTIONS,
         // the tools take at most three scalar arguments
         maxToolInputElements: 64,

@@ -55,6 +55,8 @@ export const mcpResource = (ctx: AppContext) => `${ctx.config.publicUrl}/mcp`;
 const oauthState = perApp((ctx) => ({
   keys: new KeyRing(ctx.secrets),
   grants: new Map<string, { live: boolean; userId: string; at: number }>(),
+  /** Access tokens whose signature and claims were verified, until they expire. */
+  verified: new Map<string, { sub: string; gid: string; expMs: number }>(),
 }));
 
 export const jwks = (ctx: AppContext) => oauthState(ctx).keys.jwks();
@@ -514,7 +516,7 @@ async function verifyJwt(ctx: AppContext, jwt: string, opts: { ignoreExpiry?: bo
     currentDate: opts.ignoreExpiry ? new Date(0) : ctx.now(),
     requiredClaims: ["sub", "exp", "gid"],
   });
-  return { sub: String(payload.sub), gid: String(payload.gid) };
+  return { sub: String(payload.sub), gid: String(payload.gid), expMs: Number(payload.exp) * 1000 };
 }
 
 /**
@@ -525,8 +527,18 @@ async function verifyJwt(ctx: AppContext, jwt: string, opts: { ignoreExpiry?: bo
  */
 export async function verifyAccessToken(ctx: AppContext, jwt: string): Promise<UserActor> {
   let claims: { sub: string; gid: string };
+  // A token verified once is known until it expires (the signature cannot change); the grant is
+  // still checked below on every call.
+  const verified = oauthState(ctx).verified;
+  const known = verified.get(jwt);
   try {
-    claims = await verifyJwt(ctx, jwt);
+    if (known && known.expMs > ctx.now().getTime()) claims = known;
+    else {
+      const c = await verifyJwt(ctx, jwt);
+      claims = c;
+      if (verified.size > 10_000) verified.clear();
+      verified.set(jwt, c);
+    }
   } catch (err) {
     if (err instanceof OAuthError) throw err;
     if (err instanceof joseErrors.JWTExpired)
