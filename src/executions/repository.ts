@@ -13,9 +13,12 @@ export async function upsertWorkflowNames(
   at: Date,
 ): Promise<void> {
   if (!names.length) return;
+  // One row per workflow: PostgreSQL refuses an upsert that touches a row twice ("ON CONFLICT DO
+  // UPDATE command cannot affect row a second time"). The last name given wins.
+  const unique = new Map(names.map((n) => [n.workflowId, n]));
   const values: string[] = [];
   const params: unknown[] = [connectionId, at];
-  for (const n of names) {
+  for (const n of unique.values()) {
     params.push(n.workflowId, n.name);
     values.push(`($1, $${params.length - 1}, $${params.length}, $2)`);
   }

@@ -2,16 +2,27 @@ import type { Agent } from "undici";
 import type { AppContext } from "../core/context.js";
 import type { Claimed } from "./claim.js";
 import { type CheckResult, runCheck } from "./platforms.js";
-import { type SyncState, syncExecutions } from "./sync.js";
+import { SYNC_DEADLINE_MS, type SyncState, syncExecutions } from "./sync.js";
 
 /** Executions are pulled after a successful check, at most this often per connection. */
 export const SYNC_EVERY_MS = 60_000;
 
 /**
+ * How long the check and the pull of one connection may send requests: half the probe lease,
+ * at most SYNC_DEADLINE_MS. The last request may still take its timeout, so the result is
+ * recorded while the lease holds (30 s: 15 s, plus 10 s at worst) and no other worker starts the
+ * same connection meanwhile.
+ */
+export function syncWindowMs(leaseMs: number): number {
+  return Math.min(SYNC_DEADLINE_MS, leaseMs / 2);
+}
+
+/**
  * The platform requests of one claimed connection's check: the availability check, then (at
  * most once a minute, after a success) the execution pull. Expected failures are values: an
  * unreachable platform is a failed CheckResult, a failed pull leaves `sync` null and is retried
- * at the next check.
+ * at the next check; a pull that asked nothing (held off by the platform) leaves it null too, so
+ * `last_sync_at` says when runs were last pulled.
  */
 export async function checkConnection(
   ctx: AppContext,
@@ -19,6 +30,7 @@ export async function checkConnection(
   c: Claimed,
   timeoutMs: number,
 ): Promise<{ result: CheckResult; sync: SyncState | null }> {
+  const started = Date.now();
   let result: CheckResult;
   const apiKey = c.api_key_enc ? ctx.credentials.decrypt(c.api_key_enc) : null;
   const apiToken = c.api_token_enc ? ctx.credentials.decrypt(c.api_token_enc) : null;
@@ -34,7 +46,9 @@ export async function checkConnection(
   let sync: SyncState | null = null;
   const syncDue =
     !c.last_sync_at || ctx.now().getTime() - new Date(c.last_sync_at).getTime() >= SYNC_EVERY_MS;
-  if (result.available && syncDue) {
+  // The worker's lease is PROBE_LEASE_SECONDS; the time the check took counts against the window.
+  const left = syncWindowMs(ctx.config.probe.leaseSeconds * 1000) - (Date.now() - started);
+  if (result.available && syncDue && left > 0) {
     try {
       const out = await syncExecutions(
         ctx,
@@ -51,8 +65,10 @@ export async function checkConnection(
           lastSyncAt: c.last_sync_at ? new Date(c.last_sync_at) : null,
         },
         timeoutMs,
+        undefined,
+        left,
       );
-      sync = out.state;
+      if (out.synced) sync = out.state;
     } catch (err) {
       ctx.log.warn({ connection: c.id, err: (err as Error).message }, "execution sync failed; will retry");
     }

@@ -3,7 +3,8 @@ import { Agent, errors, request } from "undici";
 /**
  * One HTTP request of a check, with every way it can go wrong turned into a value. Redirects
  * are not followed (a platform that redirects its health or API endpoints is misconfigured),
- * bodies are read only up to `maxBytes`, and the whole exchange is bounded by `timeoutMs`.
+ * the status decides before the body (an error answer's body is not read), a 2xx body is read
+ * only up to `maxBytes`, and the whole exchange is bounded by `timeoutMs`.
  */
 export type FailureReason =
   | "timeout"
@@ -19,7 +20,14 @@ export type FailureReason =
   | "network";
 
 export type HttpOutcome =
-  | { ok: true; status: number; body: unknown; ms: number }
+  | {
+      ok: true;
+      status: number;
+      body: unknown;
+      ms: number;
+      /** With `prefix`: the answer was longer than `maxBytes`; `body` is its first `maxBytes` as text. */
+      truncated?: boolean;
+    }
   | {
       ok: false;
       reason: FailureReason;
@@ -36,6 +44,11 @@ export interface ProbeHttpOptions {
   maxBytes?: number;
   /** Parse the body as JSON (a parse failure is `invalid_response`). */
   json?: boolean;
+  /**
+   * A 2xx answer longer than `maxBytes` is not a failure: its first `maxBytes` come back as text
+   * (`truncated: true`), for callers that need only what a body starts with.
+   */
+  prefix?: boolean;
 }
 
 /** One keep-alive agent for all probes; connections per origin are bounded. */
@@ -97,32 +110,19 @@ export async function probeHttp(agent: Agent, url: string, opts: ProbeHttpOption
       headersTimeout: opts.timeoutMs,
       bodyTimeout: opts.timeoutMs,
     });
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of res.body) {
-      size += (chunk as Buffer).length;
-      if (size > maxBytes) {
-        res.body.destroy();
+    // The status line first: an error answer is what it is, whatever its size, and its body
+    // (an HTML error page, a stack trace) is never read.
+    const status = res.statusCode;
+    if (status < 200 || status >= 300) {
+      await res.body.dump({ limit: 16 * 1024 }).catch(() => undefined);
+      if (status >= 300 && status < 400)
         return {
           ok: false,
-          reason: "response_too_large",
-          error: `response larger than ${maxBytes} bytes`,
-          status: res.statusCode,
+          reason: "redirect",
+          error: `HTTP ${status} redirect to ${String(res.headers.location ?? "?")}`,
+          status,
           ms: ms(),
         };
-      }
-      chunks.push(chunk as Buffer);
-    }
-    const status = res.statusCode;
-    if (status >= 300 && status < 400)
-      return {
-        ok: false,
-        reason: "redirect",
-        error: `HTTP ${status} redirect to ${String(res.headers.location ?? "?")}`,
-        status,
-        ms: ms(),
-      };
-    if (status < 200 || status >= 300) {
       const wait = status === 429 || status === 503 ? retryAfter(res.headers["retry-after"]) : undefined;
       return {
         ok: false,
@@ -132,6 +132,27 @@ export async function probeHttp(agent: Agent, url: string, opts: ProbeHttpOption
         ms: ms(),
         ...(wait === undefined ? {} : { retryAfterMs: wait }),
       };
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of res.body) {
+      size += (chunk as Buffer).length;
+      if (size > maxBytes) {
+        res.body.destroy();
+        if (opts.prefix) {
+          chunks.push(chunk as Buffer);
+          const head = Buffer.concat(chunks).subarray(0, maxBytes).toString("utf8");
+          return { ok: true, status, body: head, ms: ms(), truncated: true };
+        }
+        return {
+          ok: false,
+          reason: "response_too_large",
+          error: `response larger than ${maxBytes} bytes`,
+          status,
+          ms: ms(),
+        };
+      }
+      chunks.push(chunk as Buffer);
     }
     if (!opts.json) return { ok: true, status, body: null, ms: ms() };
     try {

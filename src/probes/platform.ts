@@ -38,24 +38,39 @@ export interface PlatformRun {
   detailed: boolean;
 }
 
-/** An unfinished run followed by id; `stored` once a row of it was written (at `ts`). */
+/**
+ * A run followed by id: unfinished, or listed without a usable start (an n8n run still queued).
+ * `stored` once a row of it was written (at `ts`); `readTick` is the tick (SyncState `ticks`) in
+ * which the platform last told Vigil about it, so the least recently read go first when the
+ * re-read budget is short.
+ */
 export interface TrackedRun {
   id: string;
   ts?: string;
   stored: boolean;
   workflowId?: string | null;
+  readTick?: number;
 }
 
 /** The sync position of one connection, kept in `connections.sync_state` between ticks. */
 export interface SyncState {
   /** workflow_a: the newest id of the last finished sweep. */
   highWater?: string;
+  /** workflow_a: sync ticks so far (the clock of `TrackedRun.readTick`). */
+  ticks?: number;
   /** Before 2026-11 (#18): ids still open at the last pull. Read once, then kept as `tracked`. */
   open?: string[];
   /** workflow_a: a sweep that ran out of page budget, continued at the next tick. */
   sweep?: { top?: string; cursor: string; floor?: string; low?: string };
   /** Unfinished runs (and ids the list skipped) re-read by id until they end. */
   tracked?: TrackedRun[];
+  /** workflow_a: ids missing from the list (inclusive ranges), still to be looked up by id. */
+  gaps?: { hi: string; lo: string }[];
+  /**
+   * workflow_a: runs that tracking closed at a start the platform no longer shows (a resumed
+   * run), which a sweep may still list: the sweep writes them at the start they were stored at.
+   */
+  resumed?: { id: string; ts: string }[];
   /** Failed runs whose reason is still to be read (bounded per tick). */
   details?: { id: string; ts?: string }[];
   /** workflow_b: the team's scenarios and where each one's logs stand. */
@@ -69,7 +84,7 @@ export interface SyncState {
  * against the platform, not Vigil: at 250 runs a page, 8 pages is 2,000 runs a minute.
  */
 export interface SyncBudget {
-  /** List pages (workflow_a) or log pages (workflow_b). */
+  /** List pages (workflow_a) or requests in all (workflow_b). */
   pages: number;
   /** Unfinished runs and skipped ids re-read by id. */
   reReads: number;
@@ -81,15 +96,26 @@ export interface SyncBudget {
 
 export const SYNC_BUDGET: SyncBudget = { pages: 8, reReads: 50, details: 20, names: 10 };
 
+/** The clock of one tick: business time (`now`), and when its requests must stop (`deadline`, epoch ms of `Date.now()`). */
+export interface TickLimits {
+  now: Date;
+  deadline: number;
+}
+
 export interface SyncOutcome {
   runs: PlatformRun[];
   names: { workflowId: string; name: string }[];
   state: SyncState;
   /** Requests sent to the platform. */
   requests: number;
-  /** Set when a 429 or 5xx ended the tick early. */
+  /**
+   * Why the tick ended early: `HTTP 429` or a 5xx (the platform asked for quiet), `deadline`
+   * (the tick's time ran out), or a network failure that makes every further request futile.
+   */
   stoppedBy: string | null;
   retryAfterMs?: number;
+  /** What the operator should know: state dropped at its bounds, scenarios set aside. */
+  warnings: string[];
 }
 
 /** A platform's id (string or number) as text, bounded; null when absent. */
@@ -103,3 +129,25 @@ export const asId = (v: unknown): string | null =>
 /** A platform's text field, bounded; null when absent or empty. */
 export const text = (v: unknown, max = 2000): string | null =>
   typeof v === "string" && v ? v.slice(0, max) : null;
+
+/** A JSON object (not null, not an array): what every answer and list item must be before it is read. */
+export const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** `obj[key]` when `obj` is an object; a JSON `null` answer or a stray number reads as nothing. */
+export const field = (obj: unknown, key: string): unknown => (isRecord(obj) ? obj[key] : undefined);
+
+/** A platform clock may run a little ahead of Vigil's; a start later than this is not a start. */
+export const CLOCK_SKEW_MS = 24 * 3_600_000;
+
+/** A start the timeline can hold: after 1970 and not later than a day past `now`. */
+export const plausibleStart = (d: Date | null, now: Date): d is Date =>
+  d !== null &&
+  Number.isFinite(d.getTime()) &&
+  d.getTime() >= 0 &&
+  d.getTime() <= now.getTime() + CLOCK_SKEW_MS;
+
+/** A run's duration from the platform: a finite, non-negative number of ms up to this (no run lasts a week). */
+export const MAX_DURATION_MS = 7 * 24 * 3_600_000;
+export const duration = (v: unknown): number | null =>
+  typeof v === "number" && Number.isFinite(v) && v >= 0 && v <= MAX_DURATION_MS ? v : null;

@@ -42,12 +42,26 @@ function toRow(connectionId: string, r: PlatformRun, now: Date): Execution {
   } as Execution;
 }
 
+/** A tick stops starting requests after this long (check.ts passes a share of the probe lease). */
+export const SYNC_DEADLINE_MS = 15_000;
+
+export interface SyncResult {
+  written: number;
+  state: SyncState;
+  requests: number;
+  stoppedBy: string | null;
+  /** False when nothing was asked (held off by a `Retry-After`, or no credentials): `last_sync_at` stays. */
+  synced: boolean;
+  warnings: string[];
+}
+
 /**
  * Pulls a connection's runs into the series store after a successful check, within `budget`
- * (what does not fit continues at the next tick; see the adapters). Rows are keyed by the
- * platform's run id at the start Vigil first stored: pulling a run again replaces its row, so a
- * run that ends (running -> success) or resumes is updated in place, never duplicated.
- * While a platform's `Retry-After` runs, nothing is asked. Returns rows written and the new state.
+ * and `deadlineMs` (what does not fit continues at the next tick; see the adapters: no request
+ * starts after the deadline, so a tick ends within it plus one request's timeout). Rows are keyed
+ * by the platform's run id at the start Vigil first stored: pulling a run again replaces its row,
+ * so a run that ends (running -> success) or resumes is updated in place, never duplicated.
+ * While a platform's `Retry-After` runs, nothing is asked and `synced` is false.
  */
 export async function syncExecutions(
   ctx: AppContext,
@@ -55,16 +69,18 @@ export async function syncExecutions(
   t: SyncTarget,
   timeoutMs: number,
   budget: SyncBudget = SYNC_BUDGET,
-): Promise<{ written: number; state: SyncState; requests: number; stoppedBy: string | null }> {
+  deadlineMs: number = SYNC_DEADLINE_MS,
+): Promise<SyncResult> {
   const now = ctx.now();
-  if (t.state.backoffUntil && Date.parse(t.state.backoffUntil) > now.getTime())
-    return { written: 0, state: t.state, requests: 0, stoppedBy: null };
+  const idle = { written: 0, state: t.state, requests: 0, stoppedBy: null, synced: false, warnings: [] };
+  if (t.state.backoffUntil && Date.parse(t.state.backoffUntil) > now.getTime()) return idle;
   const prev = { ...t.state };
   delete prev.backoffUntil;
-  const known = await freshWorkflowIds(ctx.stores.db, t.id, new Date(now.getTime() - NAME_TTL_MS));
+  const limits = { now, deadline: Date.now() + deadlineMs };
 
   let out;
-  if (t.serviceType === "workflow_a" && t.baseUrl && t.apiKey)
+  if (t.serviceType === "workflow_a" && t.baseUrl && t.apiKey) {
+    const known = await freshWorkflowIds(ctx.stores.db, t.id, new Date(now.getTime() - NAME_TTL_MS));
     out = await syncWorkflowA(
       agent,
       { baseUrl: t.baseUrl, apiKey: t.apiKey },
@@ -72,8 +88,9 @@ export async function syncExecutions(
       budget,
       timeoutMs,
       known,
+      limits,
     );
-  else if (t.serviceType === "workflow_b" && t.apiToken && t.teamId)
+  } else if (t.serviceType === "workflow_b" && t.apiToken && t.teamId)
     out = await syncWorkflowB(
       agent,
       {
@@ -84,10 +101,9 @@ export async function syncExecutions(
       prev,
       budget,
       timeoutMs,
-      now,
-      t.lastSyncAt,
+      limits,
     );
-  else return { written: 0, state: t.state, requests: 0, stoppedBy: null };
+  else return idle;
 
   if (out.runs.length)
     await ctx.stores.series.append(
@@ -97,10 +113,23 @@ export async function syncExecutions(
   if (out.names.length) await upsertWorkflowNames(ctx.stores.db, t.id, out.names, now);
   const state = out.state;
   if (out.retryAfterMs) state.backoffUntil = new Date(now.getTime() + out.retryAfterMs).toISOString();
-  if (out.stoppedBy)
+  if (out.stoppedBy === "deadline")
+    ctx.log.info(
+      { connection: t.id, requests: out.requests },
+      "execution sync: the tick's time ran out; continuing at the next one",
+    );
+  else if (out.stoppedBy)
     ctx.log.info(
       { connection: t.id, stoppedBy: out.stoppedBy, retryAfterMs: out.retryAfterMs },
-      "execution sync paused: the platform asked for quiet; continuing later",
+      "execution sync paused: the platform asked for quiet or cannot be reached; continuing later",
     );
-  return { written: out.runs.length, state, requests: out.requests, stoppedBy: out.stoppedBy };
+  for (const w of out.warnings) ctx.log.warn({ connection: t.id }, `execution sync: ${w}`);
+  return {
+    written: out.runs.length,
+    state,
+    requests: out.requests,
+    stoppedBy: out.stoppedBy,
+    synced: true,
+    warnings: out.warnings,
+  };
 }

@@ -2,11 +2,16 @@ import type { Agent } from "undici";
 import { type HttpOutcome, probeHttp } from "./http.js";
 import {
   asId,
+  duration,
+  field,
+  isRecord,
   type PlatformRun,
+  plausibleStart,
   type SyncBudget,
   type SyncOutcome,
   type SyncState,
   text,
+  type TickLimits,
 } from "./platform.js";
 
 /**
@@ -26,23 +31,14 @@ import {
  *   Enterprise); over it, 429, often as plain text and without `Retry-After`.
  *
  * So a tick spends at most `budget.pages` requests here (8: one eighth of a Core organization's
- * minute), visiting scenarios in turn; each scenario keeps its own position.
+ * minute), visiting scenarios in turn; each scenario keeps its own position. One scenario's
+ * failing logs (a 403 for a scope, a 400, a timeout) never hold up the others.
  */
 
 export interface WorkflowBTarget {
   api: string;
   apiToken: string;
   teamId: string;
-}
-
-interface MakeLog {
-  id?: unknown;
-  imtId?: unknown;
-  status?: unknown;
-  timestamp?: unknown;
-  duration?: unknown;
-  type?: unknown;
-  error?: { name?: unknown; message?: unknown; causeModule?: { name?: unknown } };
 }
 
 /** Make's log statuses on the spec's five. */
@@ -54,29 +50,47 @@ export const WORKFLOW_B_STATUSES: Record<number, { status: string; open: boolean
 };
 
 export function mapWorkflowBStatus(raw: unknown): { status: string; open: boolean } {
-  const n = typeof raw === "number" ? raw : typeof raw === "string" && /^\d+$/.test(raw) ? Number(raw) : NaN;
-  const known = WORKFLOW_B_STATUSES[n];
-  if (known) return known;
-  return { status: Number.isFinite(n) ? `status_${n}` : "unknown", open: false };
+  const n =
+    typeof raw === "number" ? raw : typeof raw === "string" && /^\d{1,9}$/.test(raw) ? Number(raw) : NaN;
+  const known = Object.hasOwn(WORKFLOW_B_STATUSES, n) ? WORKFLOW_B_STATUSES[n] : undefined;
+  if (known) return { status: known.status, open: known.open };
+  return { status: Number.isSafeInteger(n) ? `status_${n}` : "unknown", open: false };
 }
 
-/** Logs re-read from this far before the newest synced one: a run's log may be written up to its end. */
+/** Logs re-read from this far before the last sweep's end: a run's log may be written up to its end. */
 export const LOG_OVERLAP_MS = 45 * 60_000;
-/** A first sync reaches back this far. */
+/** A scenario's first visit reaches back this far. */
 const FIRST_SYNC_MS = 24 * 3_600_000;
-/** The scenario list is read again after this long (new scenarios, renames). */
+/** The scenario list is read again this long after the last complete listing (new scenarios, renames). */
 const SCENARIOS_TTL_MS = 10 * 60_000;
 const LOG_PAGE = 50;
 const SCENARIO_PAGE = 100;
 const MAX_SCENARIOS = 5000;
+/** A scenario whose logs fail this many times in a row is set aside for a while (doubling, at most 6 h). */
+const SCENARIO_FAILURES = 3;
+const SET_ASIDE_MS = 10 * 60_000;
+const MAX_SET_ASIDE_MS = 6 * 3_600_000;
+/** Failed runs whose reason is still to be read; the oldest go past it. */
+const MAX_PENDING = 500;
+/** A reason that will not come after this many tries is given up (the run keeps Make's status as its reason). */
+const DETAIL_TRIES = 3;
+/**
+ * Executions whose reason came from their details: re-read in the overlap, their log (without
+ * an error object) must not write the generic reason over it. The newest this many are kept:
+ * far more failures than fit in 45 minutes of a busy organization's budget.
+ */
+const MAX_DETAILED = 2000;
+/** Failures of these kinds mean Make cannot be reached at all: the tick ends, no scenario is blamed. */
+const UNREACHABLE = new Set(["connection_refused", "dns", "tls", "connection_reset", "network"]);
 
-function toRun(l: MakeLog, scenarioId: string): PlatformRun | null {
+function toRun(l: Record<string, unknown>, scenarioId: string, now: Date): PlatformRun | null {
   const id = asId(l.id);
   const ts = typeof l.timestamp === "string" ? new Date(l.timestamp) : null;
-  if (!id || !ts || !Number.isFinite(ts.getTime())) return null;
+  if (!id || !plausibleStart(ts, now)) return null;
   const { status, open } = mapWorkflowBStatus(l.status);
-  const duration = typeof l.duration === "number" && Number.isFinite(l.duration) && !open ? l.duration : null;
-  const message = text(l.error?.message) ?? text(l.error?.name);
+  const took = open ? null : duration(l.duration);
+  const err = l.error;
+  const message = text(field(err, "message")) ?? text(field(err, "name"));
   const failed = status === "error" || Number(l.status) === 2;
   return {
     id,
@@ -85,175 +99,300 @@ function toRun(l: MakeLog, scenarioId: string): PlatformRun | null {
     status,
     open,
     mode: text(l.type, 32),
-    stoppedAt: duration === null ? null : new Date(ts.getTime() + duration),
-    durationMs: duration,
+    stoppedAt: took === null ? null : new Date(ts.getTime() + took),
+    durationMs: took,
     error: failed
       ? (message ?? (status === "error" ? "scenario run ended with an error" : "completed with warnings"))
       : null,
-    errorNode: failed ? text(l.error?.causeModule?.name, 200) : null,
+    errorNode: failed ? text(field(field(err, "causeModule"), "name"), 200) : null,
     lastNode: null,
     detailed: !failed || message !== null,
   };
 }
 
-/** Milliseconds of an `imtId` (`<epoch-ms>_scenario…`), or of the log's timestamp. */
-const imtMs = (l: MakeLog) => {
-  const m = typeof l.imtId === "string" ? /^(\d{10,16})_/.exec(l.imtId) : null;
-  if (m) return Number(m[1]);
-  return typeof l.timestamp === "string" ? Date.parse(l.timestamp) : NaN;
-};
-
 interface ScenarioState {
-  /** Epoch ms of the newest log of the last finished sweep. */
+  /** Epoch ms (Vigil's clock): the logs up to it were read by the last finished sweep. */
   at?: number;
-  /** A sweep that ran out of budget: the `imtId` to continue after, and the sweep's newest. */
+  /** A sweep that ran out of budget: the `imtId` to continue after, and the sweep's upper bound. */
   last?: string;
+  to?: number;
+  /** Before 2026-11 (#18 review): the newest log's ms of an unfinished sweep; read as `to`. */
   top?: number;
+  /** Requests for its logs that failed in a row, and until when it is set aside. */
+  fails?: number;
+  asideUntil?: number;
+}
+
+/** A failed run whose reason (`GET /scenarios/{id}/executions/{id}`) is still to be read. */
+interface PendingDetail {
+  id: string;
+  scenarioId: string;
+  /** The log's start (epoch ms), status, duration and type: enough to write the run again. */
+  ts: number;
+  status: number;
+  duration: number | null;
+  type: string | null;
+  tries?: number;
 }
 
 export interface WorkflowBState {
-  /** Scenario ids of the team, as last listed, and when. */
+  /** Scenario ids of the team, as last listed completely, and when. */
   ids?: string[];
   listedAt?: number;
+  /** A listing under way: the next offset and the ids so far. */
+  listing?: { offset: number; ids: string[] };
   /** Where the round of scenarios goes on. */
   next?: number;
   scenario?: Record<string, ScenarioState>;
+  pending?: PendingDetail[];
+  /** Execution ids whose reason came from their details, newest last. */
+  detailed?: string[];
 }
 
+/**
+ * One sync tick of a workflow_b connection: at most `budget.pages` requests in all, none after
+ * `limits.deadline`. The scenario listing takes at most half of them and continues over ticks;
+ * reasons still owed from earlier ticks are kept a quarter; the rest reads logs, scenario after
+ * scenario, each from its own position.
+ */
 export async function syncWorkflowB(
   agent: Agent,
   t: WorkflowBTarget,
   prevState: SyncState,
   budget: SyncBudget,
   timeoutMs: number,
-  now: Date,
-  lastSyncAt: Date | null,
+  limits: TickLimits,
 ): Promise<SyncOutcome> {
   const headers = { authorization: `Token ${t.apiToken}` };
   const get = (path: string, maxBytes?: number) =>
     probeHttp(agent, `${t.api}${path}`, { timeoutMs, headers, json: true, maxBytes });
+  const nowMs = limits.now.getTime();
   const prev: WorkflowBState = prevState.b ?? {};
   const b: WorkflowBState = { ...prev, scenario: { ...(prev.scenario ?? {}) } };
   const scen = b.scenario as Record<string, ScenarioState>;
-  const out: SyncOutcome = { runs: [], names: [], state: { ...prevState }, requests: 0, stoppedBy: null };
+  const out: SyncOutcome = {
+    runs: [],
+    names: [],
+    state: { ...prevState },
+    requests: 0,
+    stoppedBy: null,
+    warnings: [],
+  };
+  const runs = new Map<string, PlatformRun>();
+  const names = new Map<string, string>();
+  const pending = new Map<string, PendingDetail>((prev.pending ?? []).map((p) => [p.id, { ...p }]));
+  const detailedIds = new Set(prev.detailed ?? []);
+  /** Ends the tick on a 429 or 5xx (Make asked for quiet) or when Make cannot be reached; false otherwise. */
   const stop = (r: Extract<HttpOutcome, { ok: false }>) => {
     if (r.status === 429 || (r.status !== undefined && r.status >= 500)) {
       out.stoppedBy = `HTTP ${r.status}`;
       if (r.retryAfterMs) out.retryAfterMs = r.retryAfterMs;
+      return true;
     }
+    if (r.status === undefined && UNREACHABLE.has(r.reason)) {
+      out.stoppedBy = r.reason;
+      return true;
+    }
+    return false;
   };
-  const spend = () => out.requests < budget.pages && !out.stoppedBy;
+  /** Whether one more request may start, within `cap` requests of the tick. */
+  const spend = (cap = budget.pages) => {
+    if (!out.stoppedBy && Date.now() >= limits.deadline) out.stoppedBy = "deadline";
+    return out.requests < cap && !out.stoppedBy;
+  };
 
-  // The team's scenarios (and their names), read again every few minutes.
-  if (!b.ids || !b.listedAt || now.getTime() - b.listedAt >= SCENARIOS_TTL_MS) {
-    const ids: string[] = [];
+  // The team's scenarios (and their names): every few minutes, over as many ticks as it takes,
+  // with at most half of each tick's requests so that logs are read meanwhile.
+  if (b.listing || !b.ids || !b.listedAt || nowMs - b.listedAt >= SCENARIOS_TTL_MS) {
+    const listing = b.listing ?? { offset: 0, ids: [] };
+    const seen = new Set(listing.ids);
+    const cap = Math.ceil(budget.pages / 2);
     let complete = false;
-    for (let offset = 0; spend() && ids.length < MAX_SCENARIOS; offset += SCENARIO_PAGE) {
+    while (spend(cap)) {
       out.requests++;
       const r = await get(
-        `/scenarios?teamId=${encodeURIComponent(t.teamId)}&pg%5Boffset%5D=${offset}&pg%5Blimit%5D=${SCENARIO_PAGE}`,
+        `/scenarios?teamId=${encodeURIComponent(t.teamId)}&pg%5Boffset%5D=${listing.offset}&pg%5Blimit%5D=${SCENARIO_PAGE}`,
       );
       if (!r.ok) {
         stop(r);
         break;
       }
-      const list = (r.body as { scenarios?: unknown }).scenarios;
-      const page = Array.isArray(list) ? (list as { id?: unknown; name?: unknown }[]) : [];
+      const list = field(r.body, "scenarios");
+      const page: unknown[] = Array.isArray(list) ? list : [];
       for (const s of page) {
-        const id = asId(s.id);
+        const id = asId(field(s, "id"));
         if (!id) continue;
-        ids.push(id);
-        const name = text(s.name, 500);
-        if (name) out.names.push({ workflowId: id, name });
+        const name = text(field(s, "name"), 500);
+        if (name) names.set(id, name);
+        // Offsets shift when a scenario is added or removed between two pages: counted once.
+        if (seen.has(id)) continue;
+        seen.add(id);
+        listing.ids.push(id);
       }
-      if (page.length < SCENARIO_PAGE) {
+      listing.offset += SCENARIO_PAGE;
+      if (page.length < SCENARIO_PAGE || listing.ids.length >= MAX_SCENARIOS) {
         complete = true;
         break;
       }
     }
-    if (complete || ids.length > (b.ids?.length ?? 0)) {
-      b.ids = ids;
-      b.listedAt = now.getTime();
-      for (const id of Object.keys(scen)) if (!ids.includes(id)) delete scen[id];
-    }
+    if (complete) {
+      b.ids = listing.ids.slice(0, MAX_SCENARIOS);
+      b.listedAt = nowMs;
+      delete b.listing;
+      const current = new Set(b.ids);
+      for (const id of Object.keys(scen)) if (!current.has(id)) delete scen[id];
+    } else b.listing = listing;
   }
 
-  // Scenarios in turn, each from where it stopped.
-  const ids = b.ids ?? [];
+  // Reasons owed from earlier ticks keep a share of the requests, however many logs there are.
+  const owed = Math.min(pending.size, budget.details, Math.max(1, Math.floor(budget.pages / 4)));
+  const logCap = budget.pages - owed;
+
+  // Scenarios in turn, each from where it stopped. A first listing still under way already gives
+  // scenarios to read.
+  const ids = b.ids ?? b.listing?.ids ?? [];
   let visited = 0;
   let i = (b.next ?? 0) % Math.max(1, ids.length);
-  const details: { run: PlatformRun; scenarioId: string }[] = [];
-  while (ids.length && visited < ids.length && spend()) {
+  while (ids.length && visited < ids.length && spend(logCap)) {
     const sid = ids[i] as string;
     const s = scen[sid] ?? {};
-    const floor =
-      s.at !== undefined
-        ? s.at - LOG_OVERLAP_MS
-        : (lastSyncAt?.getTime() ?? now.getTime() - FIRST_SYNC_MS) - LOG_OVERLAP_MS;
+    if (s.asideUntil && s.asideUntil > nowMs) {
+      visited++;
+      i = (i + 1) % ids.length;
+      continue;
+    }
+    // A saved position is never later than now: a far-future one would read nothing ever again.
+    const at = s.at === undefined ? undefined : Math.min(s.at, nowMs);
+    const floor = at !== undefined ? at - LOG_OVERLAP_MS : nowMs - FIRST_SYNC_MS - LOG_OVERLAP_MS;
+    // An unfinished sweep keeps its upper bound: the logs above its `last` are not in it.
+    const to = Math.min(s.to ?? (s.last ? (s.top ?? nowMs) : nowMs), nowMs);
     let last = s.last;
-    let top = s.top;
     let finished = false;
-    while (spend()) {
+    let failed = false;
+    let sent = false;
+    while (spend(logCap)) {
       out.requests++;
+      sent = true;
       const r = await get(
-        `/scenarios/${encodeURIComponent(sid)}/logs?from=${Math.max(0, floor)}&to=${now.getTime()}` +
+        `/scenarios/${encodeURIComponent(sid)}/logs?from=${Math.max(0, floor)}&to=${to}` +
           `&pg%5BsortDir%5D=desc&pg%5Blimit%5D=${LOG_PAGE}${last ? `&pg%5Blast%5D=${encodeURIComponent(last)}` : ""}`,
       );
       if (!r.ok) {
-        stop(r);
-        if (r.status === 404) finished = true; // the scenario is gone: the next listing drops it
+        if (stop(r)) break;
+        if (r.status === 404)
+          finished = true; // the scenario is gone: the next listing drops it
+        else failed = true; // this scenario's trouble (a timeout, 400, 403): the others go on
         break;
       }
-      const list = (r.body as { scenarioLogs?: unknown }).scenarioLogs;
-      const page = Array.isArray(list) ? (list as MakeLog[]) : [];
+      const list = field(r.body, "scenarioLogs");
+      const page: unknown[] = Array.isArray(list) ? list : [];
       for (const l of page) {
-        const ms = imtMs(l);
-        if (Number.isFinite(ms)) top = Math.max(top ?? ms, ms);
-        const run = toRun(l, sid);
+        if (!isRecord(l)) continue;
+        const run = toRun(l, sid, limits.now);
         if (!run) continue;
-        out.runs.push(run);
-        if (!run.detailed) details.push({ run, scenarioId: sid });
+        if (!run.detailed) {
+          // Its reason came from the details already: the log without one must not replace it.
+          if (detailedIds.has(run.id)) continue;
+          if (!pending.has(run.id))
+            pending.set(run.id, {
+              id: run.id,
+              scenarioId: sid,
+              ts: run.ts.getTime(),
+              status: Number(l.status),
+              duration: run.durationMs,
+              type: run.mode,
+            });
+        }
+        runs.set(run.id, run);
       }
       const lastLog = page[page.length - 1];
-      last = lastLog && typeof lastLog.imtId === "string" ? lastLog.imtId : undefined;
+      last = text(field(lastLog, "imtId"), 200) ?? undefined;
       if (page.length < LOG_PAGE || !last) {
         finished = true;
         break;
       }
     }
-    if (finished)
-      scen[sid] = {
-        ...(top !== undefined ? { at: Math.max(top, s.at ?? 0) } : s.at !== undefined ? { at: s.at } : {}),
-      };
-    else {
-      scen[sid] = { ...s, ...(last ? { last } : {}), ...(top !== undefined ? { top } : {}) };
-      break; // the budget ran out inside this scenario: it goes on first next time
+    if (finished) scen[sid] = { at: Math.max(to, at ?? 0) };
+    else if (failed) {
+      const fails = (s.fails ?? 0) + 1;
+      const next: ScenarioState = { ...s, fails };
+      delete next.asideUntil;
+      if (fails >= SCENARIO_FAILURES) {
+        const wait = Math.min(MAX_SET_ASIDE_MS, SET_ASIDE_MS * 2 ** (fails - SCENARIO_FAILURES));
+        next.asideUntil = nowMs + wait;
+        out.warnings.push(
+          `scenario ${sid}: its logs failed ${fails} times in a row; set aside for ${Math.round(wait / 60_000)} min`,
+        );
+      }
+      scen[sid] = next;
+    } else {
+      // The budget ran out inside this scenario: it goes on first next time, from `last`.
+      if (sent) scen[sid] = { ...(at !== undefined ? { at } : {}), ...(last ? { last, to } : {}) };
+      break;
     }
     visited++;
     i = (i + 1) % ids.length;
   }
   b.next = i;
 
-  // Failure reasons the log did not carry, bounded.
-  for (const { run, scenarioId } of details.slice(0, budget.details)) {
-    if (!spend()) break;
+  // Failure reasons the logs did not carry, oldest owed first, bounded.
+  let reasons = 0;
+  for (const p of [...pending.values()]) {
+    if (reasons >= budget.details || !spend()) break;
+    reasons++;
     out.requests++;
     const r = await get(
-      `/scenarios/${encodeURIComponent(scenarioId)}/executions/${encodeURIComponent(run.id)}`,
+      `/scenarios/${encodeURIComponent(p.scenarioId)}/executions/${encodeURIComponent(p.id)}`,
       1024 * 1024,
     );
     if (!r.ok) {
-      stop(r);
+      if (stop(r)) break;
+      if (r.status === 404 || (p.tries ?? 0) + 1 >= DETAIL_TRIES) pending.delete(p.id);
+      else p.tries = (p.tries ?? 0) + 1;
       continue;
     }
-    const e = (r.body as { error?: MakeLog["error"] }).error;
-    run.error = text(e?.message) ?? text(e?.name) ?? run.error;
-    run.errorNode = text(e?.causeModule?.name, 200);
-    run.detailed = true;
+    const run = runs.get(p.id) ?? pendingRun(p, limits.now);
+    if (run) {
+      const e = field(r.body, "error");
+      run.error = text(field(e, "message")) ?? text(field(e, "name")) ?? run.error;
+      run.errorNode = text(field(field(e, "causeModule"), "name"), 200);
+      run.detailed = true;
+      runs.set(run.id, run);
+      detailedIds.delete(p.id);
+      detailedIds.add(p.id);
+    }
+    pending.delete(p.id);
   }
 
+  const owedNow = [...pending.values()];
+  if (owedNow.length > MAX_PENDING)
+    out.warnings.push(
+      `${owedNow.length - MAX_PENDING} failed runs keep Make's status as their reason (over ${MAX_PENDING} waiting)`,
+    );
+  b.pending = owedNow.slice(-MAX_PENDING);
+  b.detailed = [...detailedIds].slice(-MAX_DETAILED);
+  if (!b.pending.length) delete b.pending;
+  if (!b.detailed.length) delete b.detailed;
+  out.runs = [...runs.values()];
+  out.names = [...names].map(([workflowId, name]) => ({ workflowId, name }));
   out.state.b = b;
   return out;
+}
+
+/** A run owed its reason, as its log showed it (read in an earlier tick). */
+function pendingRun(p: PendingDetail, now: Date): PlatformRun | null {
+  if (!Number.isFinite(p.ts)) return null; // a state written by hand, or by another version
+  return toRun(
+    {
+      id: p.id,
+      timestamp: new Date(p.ts).toISOString(),
+      status: p.status,
+      duration: p.duration,
+      type: p.type,
+    },
+    p.scenarioId,
+    now,
+  );
 }
 
 export function workflowBApi(template: string, region: string | null): string {

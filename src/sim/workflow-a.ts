@@ -14,7 +14,9 @@ import { type SimServer, type SimState, startSimServer } from "./server.js";
  * - `GET /api/v1/executions/{id}` any run, open or not; 404 `{"message":"Not Found"}` otherwise.
  *   `includeData=true` adds `data.resultData` (`error.message`, `error.node.name`,
  *   `lastNodeExecuted`) and `workflowData`.
- * - A waiting run that resumes gets a new `startedAt` (same id).
+ * - A waiting run that resumes gets a new `startedAt` (same id). A queued run (`new`) has
+ *   `startedAt: null` until it starts (n8n's ExecutionEntity: the column is nullable); the by-id
+ *   answer's `createdAt` is its only time.
  * - `GET /api/v1/workflows` and `/api/v1/workflows/{id}` return whole workflow bodies (nodes,
  *   connections, settings, static and pinned data): control `workflowBytes` makes one huge.
  * - Without the key `401 {"message":"'X-N8N-API-KEY' header required"}`; with a wrong one
@@ -24,7 +26,8 @@ import { type SimServer, type SimState, startSimServer } from "./server.js";
  * Control: POST /__sim/state {fault, latencyMs}; POST /__sim/platform {ready, workflowBytes};
  * PUT /__sim/workflows/{id} {name}; POST /__sim/executions
  * {count, status, workflowId, error, node} adds runs; PATCH /__sim/executions/{id} {status}
- * changes one (waiting -> running rewrites startedAt, as n8n's resume does); DELETE
+ * changes one (waiting -> running rewrites startedAt, as n8n's resume does; new -> anything
+ * else sets it); DELETE
  * /__sim/executions/{id} prunes one; GET /__sim/executions lists all, hidden ones too.
  */
 export type ExecStatus =
@@ -49,7 +52,7 @@ export interface SimExecution {
   mode: string;
   retryOf: string | null;
   retrySuccessId: string | null;
-  startedAt: string;
+  startedAt: string | null;
   stoppedAt: string | null;
   waitTill: string | null;
   createdAt: string;
@@ -105,7 +108,7 @@ function withData(e: SimExecution, wf: SimWorkflow | undefined, single = false) 
       startData: {},
       resultData: {
         runData: Object.fromEntries(
-          nodes.map((n) => [n, [{ startTime: Date.parse(e.startedAt), executionTime: 5 }]]),
+          nodes.map((n) => [n, [{ startTime: Date.parse(e.startedAt ?? e.createdAt), executionTime: 5 }]]),
         ),
         ...(e.lastNode ? { lastNodeExecuted: e.lastNode } : {}),
         ...(e.failure
@@ -169,7 +172,7 @@ export async function startWorkflowA(
         retryOf: null,
         retrySuccessId: null,
         createdAt: started.toISOString(),
-        startedAt: started.toISOString(),
+        startedAt: status === "new" ? null : started.toISOString(),
         // n8n sets stoppedAt when a run goes waiting, and waitTill to when it resumes by itself.
         stoppedAt: done || status === "waiting" ? new Date(started.getTime() + 500).toISOString() : null,
         waitTill: status === "waiting" ? new Date(started.getTime() + 3_600_000).toISOString() : null,
@@ -350,6 +353,9 @@ export async function startWorkflowA(
           if (!b.status || !EXEC_STATUSES.includes(b.status)) return [400, { error: "status is required" }];
           const resumed = e.status === "waiting" && b.status !== "waiting";
           if (resumed) e.startedAt = new Date().toISOString(); // n8n rewrites startedAt on resume
+          if (b.status === "new")
+            e.startedAt = null; // queued again: no start yet
+          else if (e.startedAt === null) e.startedAt = new Date().toISOString(); // it starts
           e.status = b.status;
           e.finished = b.status === "success";
           e.waitTill = b.status === "waiting" ? new Date(Date.now() + 3_600_000).toISOString() : null;

@@ -28,11 +28,14 @@ import { type SimState, startSimServer } from "./server.js";
  * Control (never faulted, never rate limited):
  * - POST  /__sim/state {fault, latencyMs}                       (server.ts)
  * - POST  /__sim/logs {scenarioId=101, count=1, status=1|2|3, running?, checkRun?, type?,
- *         error?: {name, message, causeModule} | null, duration?, operations?}
- *         -> 201 {ok, executionIds}
+ *         error?: {name, message, causeModule} | null, errorInLog?: false, duration?, operations?}
+ *         -> 201 {ok, executionIds}; `errorInLog: false` leaves the error out of the log rows
+ *         while the execution details still carry it
  * - PATCH /__sim/executions/{executionId} {status: 1|2|3}      finishes a running execution
  * - POST  /__sim/scenarios {count=1, name?, teamId?}           -> 201 {scenarios}
- * - PATCH /__sim/scenarios/{id} {name}                         -> 200 {scenario}
+ * - PATCH /__sim/scenarios/{id} {name?, logsStatus?: 400..599 | null}  -> 200 {scenario};
+ *         `logsStatus` makes that scenario's logs answer the status (a 403 for a missing scope,
+ *         say) in Make's error envelope, `null` heals it
  * - GET|POST /__sim/ratelimit {perMinute?, retryAfter?: seconds|null, windowMs?}
  *         -> 200 {perMinute, retryAfter, windowMs, used}; a POST also starts a fresh window.
  */
@@ -76,6 +79,8 @@ interface SimExecution {
   running: boolean;
   checkRun: boolean;
   startedAt: number;
+  /** False: the log rows leave the error out; only the execution details have it. */
+  errorInLog: boolean;
 }
 
 export interface SimScenario {
@@ -110,6 +115,8 @@ export interface AddLogsOptions {
   type?: "auto" | "manual";
   /** Replaces the default error of a warning or failed run; `null` leaves it out. */
   error?: MakeError | null;
+  /** False: the error is in the execution details only, not in the log rows. */
+  errorInLog?: boolean;
   duration?: number;
   operations?: number;
 }
@@ -242,6 +249,8 @@ export async function startWorkflowB(
     scenario(102, "Simulated scenario B", Number(teamId)),
   ];
   const executions = new Map<string, SimExecution>();
+  /** Scenarios whose logs answer an error (control `logsStatus`). */
+  const logFaults = new Map<number, ApiError>();
   const logs = new Map<number, SimExecution[]>(scenarios.map((s) => [s.id, []]));
   /** Newest timestamp handed out per scenario: each new one is at least 1 ms later, so imtIds are unique. */
   const lastTs = new Map<number, number>();
@@ -311,6 +320,7 @@ export async function startWorkflowB(
         running: !!o.running,
         checkRun: !!o.checkRun,
         startedAt: ms,
+        errorInLog: o.errorInLog !== false,
       };
       list.push(e);
       executions.set(id, e);
@@ -426,6 +436,7 @@ export async function startWorkflowB(
         return (from === undefined || ms >= from) && (to === undefined || ms <= to);
       })
       .filter((l) => status === undefined || l.status === status)
+      .map((l) => (executions.get(l.id)?.errorInLog === false ? withoutError(l) : l))
       // "Returned logs are sorted by imtId in descending order" (DOCS
       // https://developers.make.com/api-documentation/api-reference/scenarios/logs); `pg[sortDir]` turns it.
       .sort((a, b) => sign * compareImtId(a.imtId, b.imtId))
@@ -509,7 +520,11 @@ export async function startWorkflowB(
       return { scenario: s };
     }
     const l = /^scenarios\/(\d+)\/logs$/.exec(path);
-    if (l) return listLogs(Number(l[1]), q);
+    if (l) {
+      const fault = logFaults.get(Number(l[1]));
+      if (fault) throw fault;
+      return listLogs(Number(l[1]), q);
+    }
     const d = /^scenarios\/(\d+)\/(logs|executions)\/([^/]+)$/.exec(path);
     if (d) {
       if (!logs.has(Number(d[1]))) throw notFound("Scenario not found.");
@@ -521,7 +536,7 @@ export async function startWorkflowB(
         // https://developers.make.com/api-documentation/api-reference/scenarios/logs; SDK
         // test/mocks/executions/get.json). A running execution has no log yet (see listLogs).
         if (e.running) throw notFound("Execution not found.");
-        return { scenarioLog: publicLog(e.log) };
+        return { scenarioLog: publicLog(e.errorInLog ? e.log : withoutError(e.log)) };
       }
       // `GET /scenarios/{id}/executions/{executionId}` `{status, outputs, error?}` (DOCS
       // .../api-reference/scenarios/logs "Get scenario execution details"; SDK
@@ -577,6 +592,7 @@ export async function startWorkflowB(
           checkRun: b.checkRun === true,
           type: b.type as "auto" | "manual" | undefined,
           error: b.error as MakeError | null | undefined,
+          errorInLog: b.errorInLog !== false,
           duration: typeof b.duration === "number" ? b.duration : undefined,
           operations: typeof b.operations === "number" ? b.operations : undefined,
         });
@@ -604,6 +620,14 @@ export async function startWorkflowB(
       if (sc && req.method === "PATCH") {
         const s = scenarios.find((x) => x.id === Number(sc[1]));
         if (!s) return [404, { error: "no such scenario" }];
+        if (b.logsStatus !== undefined) {
+          const st = b.logsStatus;
+          if (st !== null && !(typeof st === "number" && Number.isInteger(st) && st >= 400 && st <= 599))
+            return [400, { error: "logsStatus must be an HTTP status from 400 to 599, or null" }];
+          if (st === null) logFaults.delete(s.id);
+          else logFaults.set(s.id, logFault(st));
+          if (b.name === undefined) return [200, { scenario: s }];
+        }
         if (typeof b.name !== "string" || !b.name) return [400, { error: "name must be a non-empty string" }];
         s.name = b.name;
         s.lastEdit = new Date().toISOString();
@@ -633,6 +657,26 @@ export async function startWorkflowB(
     responses.set(req, res),
   );
   return Object.assign(sim, { add, addLogs, finish, addScenarios, scenarios, rateLimit });
+}
+
+/** A log row without its error object (control `errorInLog: false`). */
+function withoutError(l: ScenarioLog): ScenarioLog {
+  const copy = { ...l };
+  delete copy.error;
+  return copy;
+}
+
+/**
+ * A scenario's logs failing: a 403 is Make's documented answer to a token without the scope
+ * (`{"detail":"Access denied.","message":"Permission denied","code":"SC403"}`, DOCS
+ * .../authentication/api-scopes-overview), a 400 its documented validation envelope; other
+ * statuses take the same envelope with `SC<status>` (the likely form).
+ */
+function logFault(status: number): ApiError {
+  if (status === 403)
+    return new ApiError(403, { detail: "Access denied.", message: "Permission denied", code: "SC403" });
+  if (status === 400) return badRequest("Invalid key, not parsable to integer");
+  return new ApiError(status, { detail: `HTTP ${status}`, message: "Error", code: `SC${status}` });
 }
 
 /** A row as the API shows it (a copy, so callers cannot change the simulator's state through it). */

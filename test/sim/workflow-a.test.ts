@@ -159,6 +159,25 @@ t.test("n8n's public API as observed", async (t) => {
     );
   });
 
+  await t.test(
+    "#18 review: a queued run has startedAt null (n8n's ExecutionEntity) until it starts",
+    async (t) => {
+      await control("executions", { count: 1, status: "new" }); // 8
+      const queued = (await get("/api/v1/executions/8")).body;
+      t.equal(queued.status, "new");
+      t.equal(queued.startedAt, null, "no start yet");
+      t.type(queued.createdAt, "string", "createdAt is its only time");
+      const running = (await get("/api/v1/executions?status=running")).body as unknown as Page;
+      t.equal(
+        running.data.find((e) => e.id === "8")?.startedAt,
+        null,
+        "listed with status=running, no start",
+      );
+      await control("executions/8", { status: "running" }, "PATCH");
+      t.type((await get("/api/v1/executions/8")).body.startedAt, "string", "set when it starts");
+    },
+  );
+
   await t.test("workflows come whole; readiness before the API", async (t) => {
     await control("platform", { workflowBytes: 2_000_000 });
     const r = await fetch(`${sim.url}/api/v1/workflows?limit=1`, { headers: { "X-N8N-API-KEY": "k" } });

@@ -413,3 +413,37 @@ t.test("rate limit: set from the options", async (t) => {
   t.equal((await get("/users/me")).status, 200);
   t.equal((await get("/users/me")).status, 429);
 });
+
+t.test("#18 review: an error kept in the execution details only; a scenario whose logs fail", async (t) => {
+  const { sim, get, json } = await start(t);
+  const error = {
+    name: "DataError",
+    message: "Invalid IBAN in bundle 3",
+    causeModule: { name: "bank:CreatePayment", appName: "bank" },
+  };
+  const made = await control(sim.url, "logs", {
+    scenarioId: 101,
+    count: 1,
+    status: 3,
+    errorInLog: false,
+    error,
+  });
+  const [execId] = ((await made.json()) as { executionIds: string[] }).executionIds;
+  const page = await json<LogPage>("/scenarios/101/logs");
+  t.notOk("error" in (page.scenarioLogs[0] ?? {}), "the log row has no error object");
+  t.notOk("error" in (await json<{ scenarioLog: Log }>(`/scenarios/101/logs/${execId}`)).scenarioLog);
+  t.same(
+    await json(`/scenarios/101/executions/${execId}`),
+    { status: "ERROR", outputs: {}, error },
+    "the details have it",
+  );
+
+  t.equal((await control(sim.url, "scenarios/102", { logsStatus: 403 }, "PATCH")).status, 200);
+  const denied = await get("/scenarios/102/logs");
+  t.equal(denied.status, 403);
+  t.same(await denied.json(), { detail: "Access denied.", message: "Permission denied", code: "SC403" });
+  t.equal((await get("/scenarios/101/logs")).status, 200, "the other scenarios answer");
+  t.equal((await control(sim.url, "scenarios/102", { logsStatus: 200 }, "PATCH")).status, 400);
+  await control(sim.url, "scenarios/102", { logsStatus: null }, "PATCH");
+  t.equal((await get("/scenarios/102/logs")).status, 200, "healed");
+});
