@@ -76,6 +76,18 @@ export const envSchema = z.object({
   PROBE_CONCURRENCY: intVar(1, 10_000, 200),
   PROBE_TIMEOUT_MS: intVar(100, 120_000, 10_000),
   INGEST_MAX_BACKLOG_ROWS: intVar(100, 10_000_000, 50_000),
+  ALERT_FAILURE_MAIL_INTERVAL_SECONDS: intVar(0, 86_400, 900),
+  ANOMALY_INTERVAL_SECONDS: intVar(10, 3600, 300),
+  ANOMALY_WINDOWS: intVar(1, 24, 2),
+  ANOMALY_THRESHOLD: z.preprocess(
+    emptyToUndefined,
+    z.coerce
+      .number({ error: "must be a number" })
+      .min(1, "must be at least 1")
+      .max(20, "must be at most 20")
+      .default(3.5),
+  ),
+  ANOMALY_MIN_BASELINE_HOURS: intVar(3, 7, 5),
   LOG_LEVEL: z.preprocess(
     emptyToUndefined,
     z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
@@ -107,6 +119,17 @@ export interface Config {
    * without bound.
    */
   ingest: { maxBacklogRows: number };
+  /**
+   * Noise control: at most one failure e-mail per connection every `failureMailIntervalSeconds`
+   * (0: no limit); one decided sooner waits for the interval's end (README: Incidents).
+   */
+  alerts: { failureMailIntervalSeconds: number };
+  /**
+   * The anomaly detector (README: Anomaly detection): how often it runs, how many consecutive
+   * hourly windows open or resolve an anomaly, the robust score past which a window is outside
+   * the band, and how many of the 7 baseline hours need data.
+   */
+  anomalies: { intervalSeconds: number; windows: number; threshold: number; minBaselineHours: number };
 }
 
 export class ConfigError extends Error {
@@ -167,5 +190,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       timeoutMs: e.PROBE_TIMEOUT_MS,
     },
     ingest: { maxBacklogRows: e.INGEST_MAX_BACKLOG_ROWS },
+    alerts: { failureMailIntervalSeconds: e.ALERT_FAILURE_MAIL_INTERVAL_SECONDS },
+    anomalies: {
+      intervalSeconds: e.ANOMALY_INTERVAL_SECONDS,
+      windows: e.ANOMALY_WINDOWS,
+      threshold: e.ANOMALY_THRESHOLD,
+      minBaselineHours: e.ANOMALY_MIN_BASELINE_HOURS,
+    },
   };
 }

@@ -95,6 +95,7 @@ export async function runAdmin(deps: AdminDeps, req: AdminRequest): Promise<unkn
         org: o.org as string,
         user: o.user as string,
         role: o.role as string,
+        at: deps.now?.(),
       });
       deps.keys?.invalidate((p) => p.userId === o.user);
       return result;
@@ -105,6 +106,7 @@ export async function runAdmin(deps: AdminDeps, req: AdminRequest): Promise<unkn
         org: o.org,
         permissions: parsePermissions(o.permissions ?? "all"),
         name: o.name,
+        at: deps.now?.(),
       });
     case "revoke-key": {
       // a server passes its clock; the CLI on its own has only the wall clock

@@ -20,6 +20,15 @@ export interface Anomaly {
   baseline_mean: number;
   baseline_stddev: number;
   z_score: number;
+  /** Median and MAD of the baseline hours (same hour of day, previous 7 days). */
+  baseline_median: number | null;
+  baseline_mad: number | null;
+  /** The band outside which a window is anomalous. */
+  band_low: number | null;
+  band_high: number | null;
+  /** Start of the first anomalous window; end of the last one (null while open). */
+  started_at: string | null;
+  ended_at: string | null;
 }
 
 export interface AnomaliesQuery extends PageRequest, Window {
@@ -28,6 +37,8 @@ export interface AnomaliesQuery extends PageRequest, Window {
 }
 
 const iso = (d: Date) => new Date(d).toISOString();
+const numOrNull = (v: number | string | null | undefined) =>
+  v === null || v === undefined ? null : Number(v);
 
 function toAnomaly(a: AnomalyRecord): Anomaly {
   return {
@@ -43,6 +54,12 @@ function toAnomaly(a: AnomalyRecord): Anomaly {
     baseline_mean: Number(a.baseline_mean),
     baseline_stddev: Number(a.baseline_stddev),
     z_score: Number(a.z_score),
+    baseline_median: numOrNull(a.baseline_median),
+    baseline_mad: numOrNull(a.baseline_mad),
+    band_low: numOrNull(a.band_low),
+    band_high: numOrNull(a.band_high),
+    started_at: a.started_at ? iso(a.started_at) : null,
+    ended_at: a.ended_at ? iso(a.ended_at) : null,
   };
 }
 

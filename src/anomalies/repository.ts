@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Actor } from "../core/actor.js";
 import type { Page, PageRequest, Window } from "../core/page.js";
 import { visibleConnectionsCondition } from "../identity/repository.js";
@@ -17,6 +18,13 @@ export interface AnomalyRecord extends Record<string, unknown> {
   baseline_mean: number | string;
   baseline_stddev: number | string;
   z_score: number | string;
+  baseline_median: number | string | null;
+  baseline_mad: number | string | null;
+  band_low: number | string | null;
+  band_high: number | string | null;
+  started_at: Date | null;
+  ended_at: Date | null;
+  incident_id: string | null;
 }
 
 /**
@@ -50,4 +58,142 @@ export async function anomalyPage(
   const rows = more ? r.rows.slice(0, q.limit) : r.rows;
   const last = rows[rows.length - 1];
   return { rows, next: more && last ? { ts: new Date(last.detected_at), key: [last.id] } : null };
+}
+
+// --- the detector's statements (src/anomalies/detect.ts) ---
+
+/** A connection the detector judges, with what its incident e-mails name. */
+export interface DetectorConnection extends Record<string, unknown> {
+  id: string;
+  service_name: string;
+  user_id: string;
+  organization_id: string | null;
+}
+
+export async function selectDetectorConnections(db: Queryable): Promise<DetectorConnection[]> {
+  const r = await db.query<DetectorConnection>(
+    "SELECT id, service_name, user_id, organization_id FROM connections ORDER BY id",
+  );
+  return r.rows;
+}
+
+/** The detector's memory of one connection and metric (anomaly_detector_state). */
+export interface DetectorState extends Record<string, unknown> {
+  connection_id: string;
+  metric: string;
+  last_window: Date;
+  over_streak: number;
+  under_streak: number;
+  streak_started_at: Date | null;
+  anomaly_id: string | null;
+}
+
+export async function selectDetectorStates(db: Queryable): Promise<DetectorState[]> {
+  const r = await db.query<DetectorState>(
+    `SELECT connection_id, metric, last_window, over_streak, under_streak, streak_started_at, anomaly_id
+       FROM anomaly_detector_state`,
+  );
+  return r.rows.map((s) => ({
+    ...s,
+    last_window: new Date(s.last_window),
+    over_streak: Number(s.over_streak),
+    under_streak: Number(s.under_streak),
+    streak_started_at: s.streak_started_at ? new Date(s.streak_started_at) : null,
+  }));
+}
+
+export async function upsertDetectorState(db: Queryable, s: DetectorState): Promise<void> {
+  await db.query(
+    `INSERT INTO anomaly_detector_state
+       (connection_id, metric, last_window, over_streak, under_streak, streak_started_at, anomaly_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (connection_id, metric) DO UPDATE SET
+       last_window = EXCLUDED.last_window, over_streak = EXCLUDED.over_streak,
+       under_streak = EXCLUDED.under_streak, streak_started_at = EXCLUDED.streak_started_at,
+       anomaly_id = EXCLUDED.anomaly_id`,
+    [
+      s.connection_id,
+      s.metric,
+      s.last_window.toISOString(),
+      s.over_streak,
+      s.under_streak,
+      s.streak_started_at?.toISOString() ?? null,
+      s.anomaly_id,
+    ],
+  );
+}
+
+/** A new open anomaly, as the detector opens it. */
+export interface NewAnomaly {
+  connectionId: string;
+  metric: string;
+  detectedAt: Date;
+  startedAt: Date;
+  windowStart: Date;
+  windowEnd: Date;
+  observed: number;
+  baselineMean: number;
+  baselineStddev: number;
+  baselineMedian: number;
+  baselineMad: number;
+  bandLow: number;
+  bandHigh: number;
+  score: number;
+}
+
+export async function insertAnomaly(db: Queryable, a: NewAnomaly): Promise<string> {
+  const id = randomUUID();
+  await db.query(
+    `INSERT INTO anomalies (id, connection_id, metric, status, detected_at, window_start, window_end,
+       observed, baseline_mean, baseline_stddev, z_score, baseline_median, baseline_mad, band_low,
+       band_high, started_at)
+     VALUES ($1, $2, $3, 'open', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+    [
+      id,
+      a.connectionId,
+      a.metric,
+      a.detectedAt.toISOString(),
+      a.windowStart.toISOString(),
+      a.windowEnd.toISOString(),
+      a.observed,
+      a.baselineMean,
+      a.baselineStddev,
+      a.score,
+      a.baselineMedian,
+      a.baselineMad,
+      a.bandLow,
+      a.bandHigh,
+      a.startedAt.toISOString(),
+    ],
+  );
+  return id;
+}
+
+/** Resolves an open anomaly: `endedAt` is the end of its last window outside the band. */
+export async function resolveAnomaly(db: Queryable, id: string, at: Date, endedAt: Date): Promise<void> {
+  await db.query(
+    "UPDATE anomalies SET status = 'resolved', resolved_at = $2, ended_at = $3 WHERE id = $1 AND status = 'open'",
+    [id, at.toISOString(), endedAt.toISOString()],
+  );
+}
+
+export async function setAnomalyIncident(db: Queryable, id: string, incidentId: string): Promise<void> {
+  await db.query("UPDATE anomalies SET incident_id = $2 WHERE id = $1", [id, incidentId]);
+}
+
+export async function countOpenAnomalies(db: Queryable, connectionId: string): Promise<number> {
+  const r = await db.query<{ n: number | string }>(
+    "SELECT count(*) AS n FROM anomalies WHERE connection_id = $1 AND status = 'open'",
+    [connectionId],
+  );
+  return Number(r.rows[0]?.n ?? 0);
+}
+
+/** The connection's unresolved `anomaly` incident, which a newly opened anomaly joins. */
+export async function unresolvedAnomalyIncident(db: Queryable, connectionId: string): Promise<string | null> {
+  const r = await db.query<{ id: string }>(
+    "SELECT id FROM incidents WHERE connection_id = $1 AND kind = 'anomaly' AND status <> 'resolved'",
+    [connectionId],
+  );
+  return r.rows[0]?.id ?? null;
 }

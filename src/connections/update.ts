@@ -6,6 +6,7 @@ import { checkAllowedFields, checkMonitoringFields, requestedOrganization } from
 import { connectionNotFound, invalid, placementDenied } from "./errors.js";
 import { type ConnectionChanges, getConnectionRow, toConnection, updateConnectionRow } from "./repository.js";
 import { recordStatus } from "./status.js";
+import { auditActorOf, auditCredentialsChanged } from "../notifications/audit.js";
 import { MONITORING_FIELDS, type ServiceType, type UpdateConnectionBody } from "./schema.js";
 
 /**
@@ -67,7 +68,18 @@ export async function updateConnection(
     // connection is unconfirmed (inactive) until then: the status move is recordStatus's.
     await updateConnectionRow(tx, id, changes, at, { recheck: reconfirm });
     if (reconfirm) await recordStatus(tx, id, { type: "reconfigured" }, at);
-    return getConnectionRow(tx, id);
+    const updated = await getConnectionRow(tx, id);
+    const credentials = (["api_key", "api_token"] as const).filter((f) => body[f] !== undefined);
+    if (updated && credentials.length > 0)
+      await auditCredentialsChanged(tx, {
+        connectionId: id,
+        name: updated.service_name,
+        account: { userId: updated.user_id, organizationId: updated.organization_id },
+        fields: credentials,
+        at,
+        by: auditActorOf(p),
+      });
+    return updated;
   });
   if (!row) throw connectionNotFound();
   return { message: "Connection updated", connection: toConnection(row) };

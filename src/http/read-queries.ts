@@ -1,4 +1,7 @@
 import { z } from "zod";
+import { ACK_NOTE_MAX } from "../incidents/acknowledge.js";
+import { INCIDENT_KINDS, INCIDENT_STATUSES } from "../incidents/incidents.js";
+import { NOTIFICATION_KINDS } from "../notifications/alerts.js";
 import { boolParam, checkWindow, commonReadParams } from "./read-params.js";
 
 const connectionId = z.uuid({ error: "must be a connection id (a UUID)" }).optional();
@@ -28,7 +31,37 @@ export const executionsQuery = z
   .superRefine(checkWindow);
 
 export const incidentsQuery = z
-  .strictObject({ ...commonReadParams, connection_id: connectionId })
+  .strictObject({
+    ...commonReadParams,
+    connection_id: connectionId,
+    status: z.enum(INCIDENT_STATUSES, { error: `must be one of ${INCIDENT_STATUSES.join(", ")}` }).optional(),
+    kind: z.enum(INCIDENT_KINDS, { error: `must be one of ${INCIDENT_KINDS.join(", ")}` }).optional(),
+  })
+  .superRefine(checkWindow);
+
+/** The path of one incident. */
+export const incidentParams = z.strictObject({
+  id: z.uuid({ error: "must be an incident id (a UUID)" }),
+});
+
+/** An acknowledgement's body; none at all is an acknowledgement without a note. */
+export const acknowledgeBody = z
+  .strictObject({
+    note: z
+      .string({ error: "must be a string" })
+      .max(ACK_NOTE_MAX, `must be at most ${ACK_NOTE_MAX} characters`)
+      .nullable()
+      .optional()
+      .describe("why, or what is being done; kept in the incident's timeline"),
+  })
+  .default({});
+
+export const alertsQuery = z
+  .strictObject({
+    ...commonReadParams,
+    connection_id: connectionId,
+    kind: z.enum(NOTIFICATION_KINDS, { error: `must be one of ${NOTIFICATION_KINDS.join(", ")}` }).optional(),
+  })
   .superRefine(checkWindow);
 
 export const summaryQuery = z.strictObject({

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import type { Queryable, RelationalStore } from "../stores/relational/types.js";
+import { auditKeyCreated, auditKeyRevoked, auditMembershipChanged } from "../notifications/audit.js";
 import { insertKey } from "./keys.js";
 import { hashPassword } from "./passwords.js";
 import { PLANS, type Plan } from "./plans.js";
@@ -74,24 +75,39 @@ export async function createOrg(db: RelationalStore, o: { name: string; owner: s
   return { id, name, plan };
 }
 
-export async function addMember(db: RelationalStore, m: { org: string; user: string; role: string }) {
+/** Gives a user a role in an organization; a change is audited (e-mailed to its owners and admins). */
+export async function addMember(
+  db: RelationalStore,
+  m: { org: string; user: string; role: string; at?: Date },
+) {
   if (!["member", "admin", "owner"].includes(m.role))
     throw new AccountError("--role must be member, admin or owner");
   await db.transaction(async (tx) => {
     await requireOrg(tx, m.org);
     await requireUser(tx, m.user);
+    const from = await membershipRole(tx, m.user, m.org);
     await putMembership(tx, { organizationId: m.org, userId: m.user, role: m.role as Role });
+    if (from !== m.role)
+      await auditMembershipChanged(tx, {
+        organizationId: m.org,
+        userId: m.user,
+        from,
+        to: m.role as Role,
+        at: m.at ?? new Date(),
+        by: { type: "admin" },
+      });
   });
   return { org_id: m.org, user_id: m.user, role: m.role as Role };
 }
 
 /**
  * A personal key, or with `org` an organization key. Minting an organization key needs the
- * admin or owner role there: it reads every connection of the organization.
+ * admin or owner role there: it reads every connection of the organization. Audited: the
+ * account's owner(s) are told (`at`: the caller's clock, the wall clock by default).
  */
 export async function createKey(
   db: RelationalStore,
-  k: { user: string; org?: string; permissions: Permission[]; name?: string },
+  k: { user: string; org?: string; permissions: Permission[]; name?: string; at?: Date },
 ) {
   const kind: KeyKind = k.org ? "organization" : "personal";
   const id = randomUUID();
@@ -103,7 +119,7 @@ export async function createKey(
       if (role !== "admin" && role !== "owner")
         throw new AccountError("organization keys need the admin or owner role in that organization");
     }
-    return insertKey(tx, {
+    const key = await insertKey(tx, {
       id,
       userId: k.user,
       kind,
@@ -111,12 +127,20 @@ export async function createKey(
       name: k.name ?? null,
       permissions: k.permissions,
     });
+    await auditKeyCreated(tx, id, k.at ?? new Date(), { type: "admin" });
+    return key;
   });
   return { id, key, kind, permissions: k.permissions };
 }
 
-/** Revokes a key at `at` (the caller's clock: the CLI has no app context, a server passes ctx.now()). */
+/**
+ * Revokes a key at `at` (the caller's clock: the CLI has no app context, a server passes
+ * ctx.now()). Audited once: revoking a revoked key again changes nothing.
+ */
 export async function revokeKey(db: RelationalStore, id: string, at: Date) {
-  if (!(await revokeKeyRow(db, id, at))) throw new AccountError(`no API key with id ${id}`);
+  await db.transaction(async (tx) => {
+    await auditKeyRevoked(tx, id, at, { type: "admin" });
+    if (!(await revokeKeyRow(tx, id, at))) throw new AccountError(`no API key with id ${id}`);
+  });
   return { id, revoked: true as const };
 }

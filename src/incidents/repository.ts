@@ -5,14 +5,34 @@ import { visibleConnectionsCondition } from "../identity/repository.js";
 import type { Queryable } from "../stores/relational/types.js";
 
 /**
- * The incidents tables: `incidents`, their append-only `incident_events` and the
- * `notifications` outbox rows they cause. Every function takes the caller's transaction; the
- * domain (incidents.ts) decides, this file only reads and writes rows.
+ * The incidents tables: `incidents` and their append-only `incident_events`, and what the
+ * gateway's self-reported health writes (its check counters). The notifications outbox they
+ * cause is the notifications feature's (its repository, re-exported here for the detectors).
+ * Every function takes the caller's transaction; the domain (incidents.ts) decides, this file
+ * only reads and writes rows.
  */
-export type IncidentKind = "availability" | "missed_heartbeat" | "anomaly" | "budget";
-export type IncidentStatus = "open" | "acknowledged" | "resolved";
-export type EventKind = "opened" | "acknowledged" | "resolved" | "notified";
-export type NotificationKind = "failure" | "recovery" | "audit" | "budget_warning" | "anomaly";
+export { enqueueNotifications, type NotificationKind, recipients } from "../notifications/repository.js";
+
+export const INCIDENT_KINDS = ["availability", "missed_heartbeat", "anomaly", "budget"] as const;
+export const INCIDENT_STATUSES = ["open", "acknowledged", "resolved"] as const;
+export type IncidentKind = (typeof INCIDENT_KINDS)[number];
+export type IncidentStatus = (typeof INCIDENT_STATUSES)[number];
+/**
+ * Timeline events: the incident's own moves (`opened`, `acknowledged`, `resolved`), the
+ * notifications decided (`notified`) or withheld by noise control (`suppressed`), and each
+ * delivery attempt's outcome (`delivered`, `delivery_failed` to be retried, `delivery_given_up`).
+ */
+export const EVENT_KINDS = [
+  "opened",
+  "acknowledged",
+  "resolved",
+  "notified",
+  "delivered",
+  "delivery_failed",
+  "delivery_given_up",
+  "suppressed",
+] as const;
+export type EventKind = (typeof EVENT_KINDS)[number];
 
 export interface IncidentRow extends Record<string, unknown> {
   id: string;
@@ -93,43 +113,6 @@ export async function appendEvent(
   );
 }
 
-/** Who is told: the owner of a personal connection; the owners and admins of an organization's. */
-export async function recipients(
-  tx: Queryable,
-  c: { userId: string; organizationId: string | null },
-): Promise<string[]> {
-  const r = c.organizationId
-    ? await tx.query<{ email: string }>(
-        `SELECT u.email FROM memberships m JOIN users u ON u.id = m.user_id
-          WHERE m.organization_id = $1 AND m.role IN ('owner', 'admin') ORDER BY u.email`,
-        [c.organizationId],
-      )
-    : await tx.query<{ email: string }>("SELECT email FROM users WHERE id = $1", [c.userId]);
-  return r.rows.map((row) => row.email);
-}
-
-/** Queues one e-mail per recipient in the outbox, due at once. */
-export async function enqueueNotifications(
-  tx: Queryable,
-  n: {
-    connectionId: string;
-    incidentId: string;
-    kind: NotificationKind;
-    recipients: readonly string[];
-    subject: string;
-    body: string;
-    at: Date;
-  },
-): Promise<void> {
-  for (const recipient of n.recipients) {
-    await tx.query(
-      `INSERT INTO notifications (id, connection_id, incident_id, kind, recipient, subject, body, created_at, next_attempt_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)`,
-      [randomUUID(), n.connectionId, n.incidentId, n.kind, recipient, n.subject, n.body, n.at.toISOString()],
-    );
-  }
-}
-
 /**
  * One newest-first keyset page of the incidents of connections the actor may see, ordered by
  * (opened_at, id); `limit + 1` rows are read so the caller knows whether more follow.
@@ -137,7 +120,15 @@ export async function enqueueNotifications(
 export async function selectIncidentPage(
   db: Queryable,
   actor: Actor,
-  q: { connectionId?: string; since?: Date; until?: Date; limit: number; after?: Position },
+  q: {
+    connectionId?: string;
+    status?: IncidentStatus;
+    kind?: IncidentKind;
+    since?: Date;
+    until?: Date;
+    limit: number;
+    after?: Position;
+  },
 ): Promise<IncidentRow[]> {
   // Fixed placeholders for the filters (an absent one is NULL and matches every row); the
   // visibility condition appends its own after them.
@@ -148,6 +139,8 @@ export async function selectIncidentPage(
     q.after?.ts.toISOString() ?? null,
     q.after?.key[0] ?? "",
     q.limit + 1,
+    q.status ?? null,
+    q.kind ?? null,
   ];
   const visible = visibleConnectionsCondition(actor, (v) => `$${params.push(v)}`);
   const r = await db.query<IncidentRow>(
@@ -158,10 +151,39 @@ export async function selectIncidentPage(
         AND ($2::timestamptz IS NULL OR x.opened_at >= $2)
         AND ($3::timestamptz IS NULL OR x.opened_at < $3)
         AND ($4::timestamptz IS NULL OR (x.opened_at, x.id) < ($4, $5::text))
+        AND ($7::text IS NULL OR x.status = $7)
+        AND ($8::text IS NULL OR x.kind = $8)
       ORDER BY x.opened_at DESC, x.id DESC LIMIT $6`,
     params,
   );
   return r.rows;
+}
+
+/** One incident, and whether the actor may see its connection; undefined when it does not exist. */
+export async function selectIncident(
+  db: Queryable,
+  actor: Actor,
+  incidentId: string,
+): Promise<(IncidentRow & { visible: boolean }) | undefined> {
+  const params: unknown[] = [incidentId];
+  const visible = visibleConnectionsCondition(actor, (v) => `$${params.push(v)}`);
+  const r = await db.query<IncidentRow & { visible: boolean }>(
+    `SELECT x.id, x.connection_id, x.kind, x.status, x.title, x.opened_at, x.acknowledged_at, x.resolved_at,
+            ${visible} AS visible
+       FROM incidents x JOIN connections c ON c.id = x.connection_id
+      WHERE x.id = $1`,
+    params,
+  );
+  return r.rows[0];
+}
+
+/** Locks one incident row for a change; its status, or null when it does not exist. */
+export async function lockIncident(tx: Queryable, incidentId: string): Promise<IncidentStatus | null> {
+  const r = await tx.query<{ status: IncidentStatus }>(
+    "SELECT status FROM incidents WHERE id = $1 FOR UPDATE",
+    [incidentId],
+  );
+  return r.rows[0]?.status ?? null;
 }
 
 /** The timelines of some incidents, each in causal order. */
@@ -185,4 +207,50 @@ export async function hasUnresolved(
     [connectionId, kind],
   );
   return r.rows[0]?.open ?? false;
+}
+
+// --- the gateway's self-reported health, counted as its checks ---
+
+/** A gateway after one of its heartbeats was counted as a check. */
+export interface GatewayReportRow extends Record<string, unknown> {
+  failures: number;
+  successes: number;
+  status: string;
+  threshold: number | null;
+  service_name: string;
+  user_id: string;
+  organization_id: string | null;
+  /** Whether an availability / missed_heartbeat incident is unresolved (read in the same statement). */
+  availability_open: boolean;
+  missed_open: boolean;
+}
+
+/**
+ * Counts one heartbeat of a gateway as a check, if it is newer than every heartbeat seen from it
+ * (its time, then its id for two of the same time): the check counters, when it was last checked
+ * and last heard from, and the newest heartbeat seen, in one statement. Null for a heartbeat that
+ * is not newer (a resend of an old one: it counts for nothing) or a gateway that is gone.
+ */
+export async function recordGatewayReport(
+  db: Queryable,
+  h: { connectionId: string; heartbeatId: string; ts: Date; available: boolean; at: Date },
+): Promise<GatewayReportRow | null> {
+  const r = await db.query<GatewayReportRow>(
+    `UPDATE connections SET
+       consecutive_failures = CASE WHEN $4 THEN 0 ELSE consecutive_failures + 1 END,
+       consecutive_successes = CASE WHEN $4 THEN consecutive_successes + 1 ELSE 0 END,
+       last_check_at = $5, last_heartbeat_at = greatest(last_heartbeat_at, $5::timestamptz),
+       heartbeat_newest_at = $2, heartbeat_newest_id = $3
+     WHERE id = $1 AND service_type = 'gateway'
+       AND (heartbeat_newest_at IS NULL OR heartbeat_newest_at < $2
+            OR (heartbeat_newest_at = $2 AND heartbeat_newest_id IS DISTINCT FROM $3))
+     RETURNING consecutive_failures AS failures, consecutive_successes AS successes, status,
+               failure_threshold AS threshold, service_name, user_id, organization_id,
+               EXISTS (SELECT 1 FROM incidents i WHERE i.connection_id = connections.id
+                        AND i.kind = 'availability' AND i.status <> 'resolved') AS availability_open,
+               EXISTS (SELECT 1 FROM incidents i WHERE i.connection_id = connections.id
+                        AND i.kind = 'missed_heartbeat' AND i.status <> 'resolved') AS missed_open`,
+    [h.connectionId, h.ts.toISOString(), h.heartbeatId, h.available, h.at.toISOString()],
+  );
+  return r.rows[0] ?? null;
 }

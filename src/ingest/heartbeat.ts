@@ -8,7 +8,7 @@ import type { HeartbeatBody } from "./heartbeat-schema.js";
 import { costUsd } from "./pricing.js";
 import { heartbeatRepeats } from "./repeats.js";
 import { priceBook } from "./pricing.js";
-import { connectionStatusCache } from "../connections/status.js";
+import { reportGatewayHealth } from "../probes/heartbeats.js";
 
 /** How far in the future a period may end before it is refused as a clock error. */
 const MAX_CLOCK_SKEW_MS = 5 * 60_000;
@@ -52,8 +52,10 @@ export async function heartbeatIdentity(
 /**
  * POST /v1/gateway/ingest: stores the heartbeat (health, latency, version, host signals, the
  * period's token totals), one row per byModel entry (priced from the pricing table when the
- * daemon gave no cost), and an availability sample; marks the connection active. Resolves only
- * after the series store committed all of it.
+ * daemon gave no cost), and an availability sample; then counts it as a check of the gateway
+ * (probes/heartbeats.ts: healthy makes the connection active, a run of unhealthy ones opens an
+ * availability incident; a resent old heartbeat counts for nothing). Resolves only after the
+ * series store committed all of it.
  */
 export async function ingestHeartbeat(ctx: AppContext, p: IngestionKeyActor, body: HeartbeatBody) {
   const connectionId = p.connectionId;
@@ -126,6 +128,20 @@ export async function ingestHeartbeat(ctx: AppContext, p: IngestionKeyActor, bod
     samplesWrite(samples),
   ]);
   await samplesCommitted(ctx, samples);
-  await connectionStatusCache(ctx).markActive(connectionId, received);
+  const healthy = body.gateway.status === "healthy";
+  const available = healthy && pidAlive;
+  await reportGatewayHealth(ctx, {
+    connectionId,
+    heartbeatId: id,
+    ts,
+    received,
+    available,
+    reason: available ? null : healthy ? "process_down" : "gateway_unhealthy",
+    error: available
+      ? null
+      : healthy
+        ? "gateway process is not alive"
+        : `gateway status ${body.gateway.status}`,
+  });
   return { message: "Heartbeat recorded", heartbeat_id: id };
 }

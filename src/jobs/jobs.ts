@@ -1,3 +1,5 @@
+import { detectAnomalies } from "../anomalies/detect.js";
+import { runBudgetChecks } from "../budgets/job.js";
 import type { AppContext } from "../core/context.js";
 import type { DeliveryJob } from "../notifications/delivery.js";
 import { releaseStaleLeases } from "../probes/claim.js";
@@ -27,8 +29,21 @@ export function clusterJobs(delivery: DeliveryJob): Job[] {
     { name: "delivery", intervalMs: 2_000, lock: null, run: () => delivery.tick() },
     probeHousekeepingJob,
     oauthHousekeepingJob,
+    budgetsJob,
+    anomalyDetectorJob,
   ];
 }
+
+/**
+ * The anomaly detector (src/anomalies/detect.ts): every ANOMALY_INTERVAL_SECONDS, judges each
+ * connection's last complete hour against the same hour of the previous 7 days.
+ */
+export const anomalyDetectorJob: Job = {
+  name: "anomaly-detector",
+  intervalMs: (ctx) => ctx.config.anomalies.intervalSeconds * 1000,
+  lock: JOB_LOCKS.anomalyDetector,
+  run: (ctx) => detectAnomalies(ctx),
+};
 
 /**
  * OAuth and sign-in housekeeping: expired codes, refresh tokens and sessions, old sign-in
@@ -41,6 +56,17 @@ export const oauthHousekeepingJob: Job = {
   run: async (ctx) => {
     await oauthCleanUp(ctx);
   },
+};
+
+/**
+ * Monthly spend budgets (src/budgets/job.ts): warnings at 50, 80 and 100% and a projected overrun,
+ * the `budget` incident; bounded work per run, the rest next run.
+ */
+export const budgetsJob: Job = {
+  name: "budgets",
+  intervalMs: 5 * 60_000,
+  lock: JOB_LOCKS.budgets,
+  run: (ctx) => runBudgetChecks(ctx),
 };
 
 export const rollupsJob: Job = {

@@ -8,8 +8,11 @@ import { tryJobLock } from "./repository.js";
 export interface Job {
   /** For logs (`job: "rollups"`). */
   name: string;
-  /** Pause between the end of one run and the start of the next; the first run is at start. */
-  intervalMs: number;
+  /**
+   * Pause between the end of one run and the start of the next; the first run is at start. A
+   * function reads it from the context (a configured interval).
+   */
+  intervalMs: number | ((ctx: AppContext) => number);
   /**
    * The cluster-wide lock: jobs sharing a key never run at once, on one node or across nodes
    * (on PostgreSQL a transaction-scoped advisory lock, skipped when another node holds it; on
@@ -30,6 +33,8 @@ export const JOB_LOCKS = {
   heartbeatMonitor: 0x76676c03,
   probeHousekeeping: 0x76676c05,
   oauthHousekeeping: 0x76676c06,
+  budgets: 0x76676c0b,
+  anomalyDetector: 0x76676c07,
 } as const;
 
 /** In-process turn-taking per lock key: a job waits for another of this process holding its key. */
@@ -97,7 +102,14 @@ export class JobRunner {
         this.running.add(run);
         await run;
         this.running.delete(run);
-        if (!this.stopped) this.timers.set(job.name, setTimeout(loop, job.intervalMs));
+        if (!this.stopped)
+          this.timers.set(
+            job.name,
+            setTimeout(
+              loop,
+              typeof job.intervalMs === "function" ? job.intervalMs(this.ctx) : job.intervalMs,
+            ),
+          );
       };
       void loop();
     }

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { RelationalStore } from "../stores/relational/types.js";
 import type { Mailer } from "./mailer.js";
+import { recordDelivery } from "../incidents/incidents.js";
 import { claimDueMail, markFailed, markSent, noteUnsendable } from "./repository.js";
 
 /** Wait before retry n (1-based): 30 s, 2 min, 8 min, … capped at 1 h; given up after 10 attempts. */
@@ -12,7 +13,9 @@ const CLAIM_MS = 5 * 60_000;
 /**
  * Sends the notifications outbox. Each e-mail is claimed (FOR UPDATE SKIP LOCKED, pushing its
  * next attempt past the claim), sent, then marked sent, so two nodes never send one e-mail at
- * once and a sent one is never sent again. A failure is retried with back-off. A crash between
+ * once and a sent one is never sent again. A failure is retried with back-off. Each attempt's
+ * outcome of an incident's e-mail (sent, failed with its error, given up) is appended to the
+ * incident's timeline in the transaction that marks the e-mail. A crash between
  * the SMTP server's acceptance and the mark could repeat one e-mail after the claim expires; the
  * Message-ID is the notification id, so a mail system can drop the repeat.
  *
@@ -41,24 +44,48 @@ export class DeliveryJob {
     });
     let sent = 0;
     for (const n of claimed) {
+      let error: string | null = null;
       try {
         await this.mailer.send({ id: n.id, to: n.recipient, subject: n.subject, text: n.body });
-        await markSent(this.db(), n.id, this.now());
-        sent++;
       } catch (err) {
-        const error = (err as Error).message;
-        const giveUp = n.attempts >= MAX_ATTEMPTS;
-        await markFailed(this.db(), {
-          id: n.id,
-          giveUp,
-          error,
-          retryAt: new Date(this.now().getTime() + retryDelayMs(n.attempts)),
-        });
-        this.log.warn(
-          { notification: n.id, attempt: n.attempts, err: error },
-          giveUp ? "e-mail given up" : "e-mail failed; will retry",
-        );
+        error = (err as Error).message;
       }
+      const done = this.now();
+      const attempt = {
+        notificationId: n.id,
+        kind: n.kind,
+        channel: n.channel,
+        recipient: n.recipient,
+        attempt: n.attempts,
+        at: done,
+      };
+      if (error === null) {
+        // the mark and the incident's `delivered` event in one transaction
+        await this.db().transaction(async (tx) => {
+          await markSent(tx, n.id, done);
+          if (n.incident_id)
+            await recordDelivery(tx, { ...attempt, incidentId: n.incident_id, outcome: "sent" });
+        });
+        sent++;
+        continue;
+      }
+      const giveUp = n.attempts >= MAX_ATTEMPTS;
+      const retryAt = new Date(done.getTime() + retryDelayMs(n.attempts));
+      await this.db().transaction(async (tx) => {
+        await markFailed(tx, { id: n.id, giveUp, error, retryAt });
+        if (n.incident_id)
+          await recordDelivery(tx, {
+            ...attempt,
+            incidentId: n.incident_id,
+            outcome: giveUp ? "given_up" : "failed",
+            error,
+            ...(giveUp ? {} : { retryAt }),
+          });
+      });
+      this.log.warn(
+        { notification: n.id, attempt: n.attempts, err: error },
+        giveUp ? "e-mail given up" : "e-mail failed; will retry",
+      );
     }
     return sent;
   }

@@ -1,18 +1,160 @@
+import { randomUUID } from "node:crypto";
 import type { Actor } from "../core/actor.js";
+import type { Position } from "../core/page.js";
 import { visibleConnectionsCondition } from "../identity/repository.js";
 import type { Queryable } from "../stores/relational/types.js";
 
 /**
- * The notifications outbox (sql/postgres/004_probes.sql). Rows are written by the incidents
- * domain in the transaction of the change that causes them; delivery claims, sends and marks them.
+ * The notifications outbox (sql/postgres/004_probes.sql, 012_incident_lifecycle.sql), which is
+ * also the alert history: one row per notification Vigil decided to send and recipient. Rows
+ * are written in the transaction of the change that causes them (an incident's change, an
+ * audited account event); delivery claims, sends and marks them.
  */
+
+export type NotificationKind = "failure" | "recovery" | "audit" | "budget_warning" | "anomaly";
+export const NOTIFICATION_KINDS = ["failure", "recovery", "audit", "budget_warning", "anomaly"] as const;
+export type Channel = "email" | "webhook";
+/** `suppressed`: withheld by noise control before its first attempt; never sent. */
+export type DeliveryStatus = "pending" | "sent" | "failed" | "suppressed";
+export type AuditEvent =
+  | "api_key_created"
+  | "api_key_revoked"
+  | "connection_credentials_changed"
+  | "connection_deleted"
+  | "membership_changed";
+
+/** An account: a personal one (organizationId null) or an organization's. */
+export interface Account {
+  userId: string;
+  organizationId: string | null;
+}
+
+// --- writing: who is told, and the outbox rows ---
+
+/** Who is told: the owner of a personal account; the owners and admins of an organization. */
+export async function recipients(tx: Queryable, c: Account): Promise<string[]> {
+  const r = c.organizationId
+    ? await tx.query<{ email: string }>(
+        `SELECT u.email FROM memberships m JOIN users u ON u.id = m.user_id
+          WHERE m.organization_id = $1 AND m.role IN ('owner', 'admin') ORDER BY u.email`,
+        [c.organizationId],
+      )
+    : await tx.query<{ email: string }>("SELECT email FROM users WHERE id = $1", [c.userId]);
+  return r.rows.map((row) => row.email);
+}
+
+export interface NewNotifications {
+  kind: NotificationKind;
+  /** The account the alert belongs to: who may read it in the alert history. */
+  account?: Account;
+  connectionId?: string | null;
+  incidentId?: string | null;
+  anomalyId?: string | null;
+  auditEvent?: AuditEvent | null;
+  channel?: Channel;
+  recipients: readonly string[];
+  subject: string;
+  body: string;
+  at: Date;
+  /** When the first attempt is due; `at` unless noise control deferred it. */
+  dueAt?: Date;
+}
+
+/** Queues one notification per recipient in the outbox; returns their ids. */
+export async function enqueueNotifications(tx: Queryable, n: NewNotifications): Promise<string[]> {
+  const ids: string[] = [];
+  const due = (n.dueAt ?? n.at).toISOString();
+  for (const recipient of n.recipients) {
+    const id = randomUUID();
+    ids.push(id);
+    await tx.query(
+      `INSERT INTO notifications (id, connection_id, incident_id, anomaly_id, kind, channel, recipient, subject, body,
+                                  created_at, next_attempt_at, due_at, user_id, organization_id, audit_event)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13, $14)`,
+      [
+        id,
+        n.connectionId ?? null,
+        n.incidentId ?? null,
+        n.anomalyId ?? null,
+        n.kind,
+        n.channel ?? "email",
+        recipient,
+        n.subject,
+        n.body,
+        n.at.toISOString(),
+        due,
+        n.account && !n.account.organizationId ? n.account.userId : null,
+        n.account?.organizationId ?? null,
+        n.auditEvent ?? null,
+      ],
+    );
+  }
+  return ids;
+}
+
+/**
+ * When the connection's latest failure e-mail that was not withheld is (or was) due, with the
+ * connection row locked, so two transactions deciding failure e-mails for one connection take
+ * turns (noise control: at most one per interval). Null when there is none.
+ */
+export async function lastFailureMailDue(tx: Queryable, connectionId: string): Promise<Date | null> {
+  await tx.query("SELECT 1 FROM connections WHERE id = $1 FOR UPDATE", [connectionId]);
+  const r = await tx.query<{ due: Date | null }>(
+    `SELECT max(coalesce(due_at, created_at)) AS due FROM notifications
+      WHERE connection_id = $1 AND kind = 'failure' AND status <> 'suppressed'`,
+    [connectionId],
+  );
+  const due = r.rows[0]?.due;
+  return due ? new Date(due) : null;
+}
+
+/**
+ * Withholds the incident's notifications that wait for a later due time than `at` and were never
+ * attempted (deferred by noise control): status `suppressed`. Returns what was withheld.
+ */
+export async function suppressDeferred(
+  tx: Queryable,
+  incidentId: string,
+  at: Date,
+  reason: string,
+): Promise<{ id: string; kind: NotificationKind }[]> {
+  const r = await tx.query<{ id: string; kind: NotificationKind }>(
+    `UPDATE notifications SET status = 'suppressed', last_error = $3
+      WHERE incident_id = $1 AND status = 'pending' AND attempts = 0 AND coalesce(due_at, created_at) > $2
+      RETURNING id, kind`,
+    [incidentId, at.toISOString(), reason],
+  );
+  return r.rows;
+}
+
+/** How many of the incident's notifications were withheld, and how many were not. */
+export async function incidentNotificationCounts(
+  tx: Queryable,
+  incidentId: string,
+): Promise<{ suppressed: number; other: number }> {
+  const r = await tx.query<{ suppressed: number | string; other: number | string }>(
+    `SELECT count(*) FILTER (WHERE status = 'suppressed') AS suppressed,
+            count(*) FILTER (WHERE status <> 'suppressed') AS other
+       FROM notifications WHERE incident_id = $1`,
+    [incidentId],
+  );
+  return { suppressed: Number(r.rows[0]?.suppressed ?? 0), other: Number(r.rows[0]?.other ?? 0) };
+}
+
+// --- delivery ---
+
 export interface PendingMail extends Record<string, unknown> {
   id: string;
   recipient: string;
   subject: string;
   body: string;
   attempts: number;
+  kind: NotificationKind;
+  channel: Channel;
+  incident_id: string | null;
 }
+
+const PENDING_COLUMNS = "id, recipient, subject, body, attempts, kind, channel, incident_id";
 
 /**
  * Claims up to `batch` e-mails due at `at`: counts the attempt and pushes the next one to
@@ -22,11 +164,16 @@ export async function claimDueMail(
   db: Queryable,
   c: { batch: number; at: Date; claimUntil: Date },
 ): Promise<PendingMail[]> {
+  // returned in the order they became due, so a failure e-mail goes before its recovery
   const r = await db.query<PendingMail>(
-    `UPDATE notifications SET attempts = attempts + 1, next_attempt_at = $3
-      WHERE id IN (SELECT id FROM notifications WHERE status = 'pending' AND next_attempt_at <= $2
-                    ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-      RETURNING id, recipient, subject, body, attempts`,
+    `WITH claimed AS (
+       UPDATE notifications SET attempts = attempts + 1, next_attempt_at = $3
+        WHERE id IN (SELECT id FROM notifications
+                      WHERE status = 'pending' AND channel = 'email' AND next_attempt_at <= $2
+                      ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+        RETURNING ${PENDING_COLUMNS}, coalesce(due_at, created_at) AS due, created_at
+     )
+     SELECT ${PENDING_COLUMNS} FROM claimed ORDER BY due, created_at, id`,
     [c.batch, c.at.toISOString(), c.claimUntil.toISOString()],
   );
   return r.rows;
@@ -54,9 +201,90 @@ export async function markFailed(
 export async function noteUnsendable(db: Queryable, reason: string): Promise<PendingMail[]> {
   const r = await db.query<PendingMail>(
     `UPDATE notifications SET last_error = $1
-      WHERE status = 'pending' AND last_error IS NULL
-      RETURNING id, recipient, subject, body, attempts`,
+      WHERE status = 'pending' AND channel = 'email' AND last_error IS NULL
+      RETURNING ${PENDING_COLUMNS}`,
     [reason],
+  );
+  return r.rows;
+}
+
+// --- reading: the alert history ---
+
+/**
+ * The SQL that makes a notification's account (its own, or its connection's for rows written
+ * before accounts were recorded) look like a connection to the visibility rule: `a.id`,
+ * `a.user_id`, `a.organization_id`. An alert is visible to whoever may see the connections of its
+ * account (an ingestion key: those of its one connection).
+ */
+const ALERT_ACCOUNT = `
+  LEFT JOIN connections c ON c.id = n.connection_id
+  CROSS JOIN LATERAL (
+    SELECT n.connection_id AS id,
+           CASE WHEN n.user_id IS NULL AND n.organization_id IS NULL THEN c.user_id ELSE n.user_id END AS user_id,
+           CASE WHEN n.user_id IS NULL AND n.organization_id IS NULL THEN c.organization_id ELSE n.organization_id END AS organization_id
+  ) a`;
+
+/** One notification of the alert history. */
+export interface AlertRecordRow extends Record<string, unknown> {
+  id: string;
+  kind: NotificationKind;
+  channel: Channel;
+  recipient: string;
+  subject: string;
+  body: string;
+  status: DeliveryStatus;
+  attempts: number;
+  last_error: string | null;
+  created_at: Date;
+  due_at: Date | null;
+  sent_at: Date | null;
+  connection_id: string | null;
+  connection_name: string | null;
+  incident_id: string | null;
+  anomaly_id: string | null;
+  audit_event: string | null;
+  organization_id: string | null;
+}
+
+/**
+ * One newest-first keyset page of the alert history the actor may see, ordered by
+ * (created_at, id); `limit + 1` rows are read so the caller knows whether more follow.
+ */
+export async function selectAlertPage(
+  db: Queryable,
+  actor: Actor,
+  q: {
+    connectionId?: string;
+    kind?: NotificationKind;
+    since?: Date;
+    until?: Date;
+    limit: number;
+    after?: Position;
+  },
+): Promise<AlertRecordRow[]> {
+  const params: unknown[] = [
+    q.connectionId ?? null,
+    q.kind ?? null,
+    q.since?.toISOString() ?? null,
+    q.until?.toISOString() ?? null,
+    q.after?.ts.toISOString() ?? null,
+    q.after?.key[0] ?? "",
+    q.limit + 1,
+  ];
+  const visible = visibleConnectionsCondition(actor, (v) => `$${params.push(v)}`, "a");
+  const r = await db.query<AlertRecordRow>(
+    `SELECT n.id, n.kind, n.channel, n.recipient, n.subject, n.body, n.status, n.attempts, n.last_error,
+            n.created_at, n.due_at, n.sent_at, n.connection_id, c.service_name AS connection_name,
+            n.incident_id, n.anomaly_id, n.audit_event, a.organization_id
+       FROM notifications n ${ALERT_ACCOUNT}
+      WHERE ${visible}
+        AND ($1::text IS NULL OR n.connection_id = $1)
+        AND ($2::text IS NULL OR n.kind = $2)
+        AND ($3::timestamptz IS NULL OR n.created_at >= $3)
+        AND ($4::timestamptz IS NULL OR n.created_at < $4)
+        AND ($5::timestamptz IS NULL OR (n.created_at, n.id) < ($5, $6::text))
+      ORDER BY n.created_at DESC, n.id DESC LIMIT $7`,
+    params,
   );
   return r.rows;
 }
@@ -80,10 +308,11 @@ export interface AlertRow extends Record<string, unknown> {
 }
 
 /**
- * The newest `limit` alerts (failures, recoveries, audits, budget warnings, anomalies) of the
- * connections the actor may see, newest first. The outbox holds one row per recipient; an alert
- * is those rows of one e-mail (same connection, incident, kind, text and time), with its
- * recipients and their delivery states counted. Recipient addresses are not returned.
+ * The newest `limit` alerts about the connections the actor may see (failures, recoveries,
+ * audits of a connection, budget warnings, anomalies), newest first: what the MCP tool
+ * get_alert_history reads. The outbox holds one row per recipient; an alert is those rows of one
+ * e-mail (same connection, incident, kind, text and time), with its recipients and their delivery
+ * states counted. Recipient addresses are not returned.
  */
 export async function selectAlertHistory(
   db: Queryable,
@@ -111,4 +340,50 @@ export async function selectAlertHistory(
     params,
   );
   return r.rows;
+}
+
+// --- facts the audit notifications name (read in the transaction of the audited change) ---
+
+export async function userEmail(tx: Queryable, userId: string): Promise<string | null> {
+  const r = await tx.query<{ email: string }>("SELECT email FROM users WHERE id = $1", [userId]);
+  return r.rows[0]?.email ?? null;
+}
+
+export async function organizationName(tx: Queryable, organizationId: string): Promise<string | null> {
+  const r = await tx.query<{ name: string }>("SELECT name FROM organizations WHERE id = $1", [
+    organizationId,
+  ]);
+  return r.rows[0]?.name ?? null;
+}
+
+/** An API key as its audit names it, with the account it belongs to (locked for the change). */
+export interface KeyFacts extends Record<string, unknown> {
+  id: string;
+  kind: "personal" | "organization" | "usage_ingestion";
+  user_id: string;
+  email: string;
+  organization_id: string | null;
+  connection_id: string | null;
+  connection_name: string | null;
+  connection_user_id: string | null;
+  connection_organization_id: string | null;
+  name: string | null;
+  display_prefix: string;
+  permissions: string[];
+  revoked_at: Date | null;
+}
+
+export async function keyFacts(tx: Queryable, keyId: string): Promise<KeyFacts | null> {
+  const r = await tx.query<KeyFacts>(
+    `SELECT k.id, k.kind, k.user_id, u.email, k.organization_id, k.connection_id,
+            c.service_name AS connection_name, c.user_id AS connection_user_id,
+            c.organization_id AS connection_organization_id,
+            k.name, k.display_prefix, k.permissions, k.revoked_at
+       FROM api_keys k JOIN users u ON u.id = k.user_id
+       LEFT JOIN connections c ON c.id = k.connection_id
+      WHERE k.id = $1
+      FOR UPDATE OF k`,
+    [keyId],
+  );
+  return r.rows[0] ?? null;
 }

@@ -1,8 +1,11 @@
 import { heartbeatGapFill, writeSamples } from "../availability/samples.js";
-import { recordStatus } from "../connections/status.js";
-import type { AppContext } from "../core/context.js";
+import { type ConnectionStatus, recordStatus } from "../connections/status.js";
+import { type AppContext, perApp } from "../core/context.js";
 import { type IncidentTarget, openIncident, resolveIncident } from "../incidents/incidents.js";
+import { recordGatewayReport } from "../incidents/repository.js";
+import { changesAnything, decide } from "./decide.js";
 import { selectGateways } from "./repository.js";
+import { DEFAULT_FAILURE_THRESHOLD, RECOVERY_SUCCESSES } from "./schedule.js";
 
 /** A gateway is expected every 60 s; after 120 s more without one it has missed its heartbeat. */
 export const HEARTBEAT_INTERVAL_SECONDS = 60;
@@ -52,6 +55,7 @@ export async function watchHeartbeats(ctx: AppContext): Promise<{ missed: number
           detail: { silentSeconds: Math.round(silentMs / 1000), lastHeartbeatAt: last.toISOString() },
           at: now,
           publicUrl,
+          failureMailIntervalSeconds: ctx.config.alerts.failureMailIntervalSeconds,
         });
         if (opened) await recordStatus(tx, g.id, { type: "heartbeat_missed" }, now);
       });
@@ -61,6 +65,7 @@ export async function watchHeartbeats(ctx: AppContext): Promise<{ missed: number
         await resolveIncident(tx, target, {
           kind: "missed_heartbeat",
           detail: { heartbeatAt: last.toISOString() },
+          reason: "a new heartbeat arrived: the daemon is running again",
           at: now,
           publicUrl,
         });
@@ -70,4 +75,145 @@ export async function watchHeartbeats(ctx: AppContext): Promise<{ missed: number
     }
   }
   return { missed, recovered };
+}
+
+/**
+ * A heartbeat as a check of its gateway: the daemon's own view of the gateway's health
+ * (`available` false when `gateway.status` is not `healthy` or `system.gatewayPidAlive` is false).
+ */
+export interface GatewayReport {
+  connectionId: string;
+  heartbeatId: string;
+  /** The heartbeat's own time: its period's end, or (no period) its arrival's second. */
+  ts: Date;
+  received: Date;
+  available: boolean;
+  /** `gateway_unhealthy` or `process_down` when not available. */
+  reason: string | null;
+  error: string | null;
+}
+
+/** In a steady healthy state a gateway's heartbeats are written at most this often per node. */
+const STEADY_WRITE_MS = 15_000;
+
+interface Seen {
+  /** The newest heartbeat this node saw from the gateway. */
+  ts: number;
+  id: string;
+  /** After the last write: active, healthy for a while, no failure counted, no incident unresolved. */
+  steady: boolean;
+  writtenAt: number;
+}
+
+/** What this node knows of each gateway's heartbeats, so a healthy fleet costs no write per heartbeat. */
+class GatewayHealth {
+  private readonly seen = new Map<string, Seen>();
+
+  get(connectionId: string): Seen | undefined {
+    return this.seen.get(connectionId);
+  }
+
+  set(connectionId: string, s: Seen): void {
+    if (this.seen.size > 100_000) this.seen.clear();
+    this.seen.set(connectionId, s);
+  }
+
+  forget(connectionId: string): void {
+    this.seen.delete(connectionId);
+  }
+}
+
+/** This app's memory of gateway heartbeats counted as checks. */
+export const gatewayHealth = perApp(() => new GatewayHealth());
+
+/**
+ * Counts one heartbeat as a check of its gateway connection, with the probes' own decision
+ * (decide.ts): an unhealthy heartbeat is a failed check, so a run of `failure_threshold` of them
+ * opens an `availability` incident (status `error`), and healthy heartbeats resolve it as two
+ * successful checks do. Only a heartbeat newer than every one seen from the gateway counts (its
+ * time, then its id): a resent old heartbeat never counts, neither as a check nor as the daemon
+ * being back (it does not move `last_heartbeat_at`, which the missed-heartbeat monitor reads).
+ *
+ * A gateway that is steadily healthy (active, no failure in its run, no incident unresolved) is
+ * written at most every 15 s per node, as its last-heard time always was: a healthy heartbeat in
+ * between changes nothing but a counter already past what any decision reads.
+ */
+export async function reportGatewayHealth(
+  ctx: AppContext,
+  r: GatewayReport,
+): Promise<"counted" | "steady" | "resend"> {
+  const memory = gatewayHealth(ctx);
+  const known = memory.get(r.connectionId);
+  const t = r.ts.getTime();
+  if (known && (t < known.ts || (t === known.ts && r.heartbeatId === known.id))) return "resend";
+  if (known?.steady && r.available && r.received.getTime() - known.writtenAt < STEADY_WRITE_MS) {
+    memory.set(r.connectionId, { ...known, ts: t, id: r.heartbeatId });
+    return "steady";
+  }
+  const row = await recordGatewayReport(ctx.stores.db, {
+    connectionId: r.connectionId,
+    heartbeatId: r.heartbeatId,
+    ts: r.ts,
+    available: r.available,
+    at: r.received,
+  });
+  if (!row) return "resend"; // not newer than the newest stored (another node saw it), or gone
+  const current = row.status as ConnectionStatus;
+  const decision = decide({
+    available: r.available,
+    badCredentials: false,
+    failures: row.failures,
+    successes: row.successes,
+    threshold: row.threshold ?? DEFAULT_FAILURE_THRESHOLD,
+    incidentOpen: row.availability_open,
+    status: current,
+  });
+  if (changesAnything(decision, current)) {
+    const target: IncidentTarget = {
+      connectionId: r.connectionId,
+      connectionName: row.service_name,
+      userId: row.user_id,
+      organizationId: row.organization_id,
+    };
+    const publicUrl = ctx.config.publicUrl;
+    await ctx.stores.db.transaction(async (tx) => {
+      await recordStatus(tx, r.connectionId, decision.event, r.received);
+      if (decision.open)
+        await openIncident(tx, target, {
+          kind: "availability",
+          title: `${row.service_name} reports itself down`,
+          detail: {
+            failures: row.failures,
+            reason: r.reason,
+            error: r.error,
+            source: "heartbeat",
+            heartbeatId: r.heartbeatId,
+          },
+          at: r.received,
+          publicUrl,
+          failureMailIntervalSeconds: ctx.config.alerts.failureMailIntervalSeconds,
+        });
+      if (decision.resolve)
+        await resolveIncident(tx, target, {
+          kind: "availability",
+          detail: { successes: row.successes, source: "heartbeat", heartbeatId: r.heartbeatId },
+          reason: `${row.successes} consecutive healthy heartbeats`,
+          at: r.received,
+          publicUrl,
+        });
+    });
+  }
+  const open = decision.resolve ? false : row.availability_open || decision.open;
+  memory.set(r.connectionId, {
+    ts: t,
+    id: r.heartbeatId,
+    steady:
+      r.available &&
+      decision.status === "active" &&
+      row.successes >= RECOVERY_SUCCESSES &&
+      !open &&
+      !row.missed_open,
+    writtenAt: r.received.getTime(),
+  });
+  return "counted";
 }

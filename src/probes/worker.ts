@@ -215,11 +215,13 @@ export class ProbeWorker {
           detail: { failures: row.failures, reason: result.reason, error: result.error },
           at,
           publicUrl,
+          failureMailIntervalSeconds: this.ctx.config.alerts.failureMailIntervalSeconds,
         });
       if (decision.resolve)
         await resolveIncident(tx, target, {
           kind: "availability",
           detail: { successes: row.successes },
+          reason: `${row.successes} consecutive successful checks`,
           at,
           publicUrl,
         });

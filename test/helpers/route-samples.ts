@@ -37,6 +37,8 @@ export const routeKey = (r: Pick<Route, "method" | "path">) => `${r.method} ${r.
 export type RouteWorld = Tenants & {
   /** A connection of alice's that the DELETE sample may remove. */
   throwaway: string;
+  /** Incidents by connection: alice's PA (acknowledged, with a timeline) and carol's PC (open). */
+  incidents: Record<string, string>;
 };
 
 const minutesAgo = (now: Date, m: number) => new Date(now.getTime() - m * 60_000);
@@ -130,6 +132,11 @@ export async function seedRouteWorld(ta: TestApp): Promise<RouteWorld> {
     "INSERT INTO incident_events (id, incident_id, at, kind, detail) VALUES ($1, $2, $3, 'opened', '{\"failures\":3}')",
     [randomUUID(), incident, minutesAgo(now, 5).toISOString()],
   );
+  const foreignIncident = randomUUID();
+  await db.query(
+    "INSERT INTO incidents (id, connection_id, kind, status, title, opened_at) VALUES ($1, $2, 'availability', 'open', 'carol n8n is down', $3)",
+    [foreignIncident, w.conns.PC, minutesAgo(now, 4).toISOString()],
+  );
   await db.query(
     `INSERT INTO anomalies (id, connection_id, metric, status, detected_at, window_start, window_end, observed, baseline_mean, baseline_stddev, z_score)
      VALUES ($1, $2, 'response_time', 'open', $3, $4, $3, 900, 120, 40, 19.5)`,
@@ -141,7 +148,11 @@ export async function seedRouteWorld(ta: TestApp): Promise<RouteWorld> {
     service_name: "to delete",
   });
   if (made.statusCode !== 201) throw new Error(`seeding failed: ${made.statusCode} ${made.body}`);
-  return { ...w, throwaway: (made.json() as { connection: { id: string } }).connection.id };
+  return {
+    ...w,
+    throwaway: (made.json() as { connection: { id: string } }).connection.id,
+    incidents: { [PA]: incident, [w.conns.PC]: foreignIncident },
+  };
 }
 
 const q = (path: string, params: Record<string, string | undefined>) => {
@@ -248,6 +259,41 @@ export const routeSamples: Record<string, RouteSample> = {
     ],
     naming: (w, id) => ({ url: q("/v1/usage", { connection_id: id }), key: w.keys.alicePersonal }),
   },
+  "PUT /v1/connections/:id/budget": {
+    ok: (w) => [
+      {
+        url: `/v1/connections/${w.conns.PA}/budget`,
+        key: w.keys.alicePersonal,
+        body: { monthly_budget_usd: 250 },
+      },
+      {
+        url: `/v1/connections/${w.conns.OA}/budget`,
+        key: w.keys.aliceOrgA,
+        body: { monthly_budget_usd: null },
+      },
+    ],
+    naming: (w, id) => ({
+      url: `/v1/connections/${id}/budget`,
+      key: w.keys.alicePersonal,
+      body: { monthly_budget_usd: 250 },
+    }),
+  },
+  "GET /v1/connections/:id/budget": {
+    ok: (w) => [{ url: `/v1/connections/${w.conns.PA}/budget`, key: w.keys.alicePersonal }],
+    naming: (w, id) => ({ url: `/v1/connections/${id}/budget`, key: w.keys.alicePersonal }),
+  },
+  "PUT /v1/budget": {
+    ok: (w) => [
+      { url: "/v1/budget", key: w.keys.alicePersonal, body: { monthly_budget_usd: 1000 } },
+      { url: "/v1/budget", key: w.keys.bobOrgB, body: { monthly_budget_usd: 99.5 } },
+    ],
+  },
+  "GET /v1/budget": {
+    ok: (w) => [
+      { url: "/v1/budget", key: w.keys.alicePersonal },
+      { url: "/v1/budget", key: w.keys.bobOrgB },
+    ],
+  },
   "POST /v1/gateway/ingest": {
     ok: (w) => [
       {
@@ -280,7 +326,43 @@ export const routeSamples: Record<string, RouteSample> = {
     ],
     naming: readSample("/v1/analytics", { metric_type: "daily_executions" }).naming,
   },
-  "GET /v1/incidents": readSample("/v1/incidents"),
+  "GET /v1/incidents": {
+    ok: (w) => [
+      ...readSample("/v1/incidents").ok(w),
+      { url: "/v1/incidents?status=acknowledged&kind=availability", key: w.keys.alicePersonal, rows: "data" },
+    ],
+    naming: readSample("/v1/incidents").naming,
+  },
+  // incident routes name a connection through the incident: its incident, or an absent id
+  "GET /v1/incidents/:id": {
+    ok: (w) => [
+      { url: `/v1/incidents/${w.incidents[w.conns.PA]}`, key: w.keys.alicePersonal, rows: "events" },
+    ],
+    naming: (w, id) => ({ url: `/v1/incidents/${w.incidents[id] ?? id}`, key: w.keys.alicePersonal }),
+  },
+  "POST /v1/incidents/:id/acknowledge": {
+    ok: (w) => [
+      {
+        url: `/v1/incidents/${w.incidents[w.conns.PA]}/acknowledge`,
+        key: w.keys.alicePersonal,
+        body: { note: "on it" },
+        rows: "events",
+      },
+    ],
+    naming: (w, id) => ({
+      url: `/v1/incidents/${w.incidents[id] ?? id}/acknowledge`,
+      key: w.keys.alicePersonal,
+      body: { note: "on it" },
+    }),
+  },
+  "GET /v1/alerts": {
+    ok: (w) => [
+      { url: "/v1/alerts", key: w.keys.alicePersonal, rows: "data" },
+      { url: "/v1/alerts?kind=audit&limit=1", key: w.keys.aliceOrgA, rows: "data" },
+      { url: q("/v1/alerts", { connection_id: w.conns.PA }), key: w.keys.alicePersonal },
+    ],
+    naming: (w, id) => ({ url: q("/v1/alerts", { connection_id: id }), key: w.keys.alicePersonal }),
+  },
   "GET /v1/anomalies": readSample("/v1/anomalies"),
 };
 

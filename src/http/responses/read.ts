@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { EXECUTION_STATUSES, METRIC_TYPES } from "../read-queries.js";
-import { anyJson, cursorPage, cursorPagination, oneOf, timestamp } from "./common.js";
+import { cursorPage, cursorPagination, oneOf, timestamp } from "./common.js";
 
 export const availabilitySample = z.object({
   connection_id: z.string(),
@@ -84,25 +84,13 @@ export const metricRow = z.object({
   sample_count: z.number().int(),
 });
 
-export const incident = z.object({
-  id: z.string(),
-  connection_id: z.string(),
-  kind: oneOf(["availability", "missed_heartbeat", "anomaly", "budget"]),
-  status: oneOf(["open", "acknowledged", "resolved"]),
-  title: z.string(),
-  opened_at: timestamp,
-  acknowledged_at: timestamp.nullable(),
-  resolved_at: timestamp.nullable(),
-  events: z.array(z.object({ at: timestamp, kind: z.string(), detail: anyJson })),
-});
-
 /** Date columns the query code types as nullable although the table requires them. */
 const requiredTime = z.string().nullable().pipe(timestamp);
 
 export const anomaly = z.object({
   id: z.string(),
   connection_id: z.string(),
-  metric: oneOf(["response_time", "failure_rate", "token_spend"]),
+  metric: oneOf(["response_time", "failure_rate", "execution_failure_rate", "token_spend"]),
   status: oneOf(["open", "resolved"]),
   detected_at: requiredTime,
   resolved_at: timestamp.nullable(),
@@ -112,10 +100,15 @@ export const anomaly = z.object({
   baseline_mean: z.number(),
   baseline_stddev: z.number(),
   z_score: z.number(),
+  baseline_median: z.number().nullable(),
+  baseline_mad: z.number().nullable(),
+  band_low: z.number().nullable(),
+  band_high: z.number().nullable(),
+  started_at: timestamp.nullable(),
+  ended_at: timestamp.nullable(),
 });
 
 export const availabilityPage = cursorPage(availabilitySample);
 export const summaryPage = cursorPage(availabilitySummaryRow);
 export const metricPage = cursorPage(metricRow);
-export const incidentPage = cursorPage(incident);
 export const anomalyPage = cursorPage(anomaly);

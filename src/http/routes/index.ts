@@ -1,6 +1,9 @@
 import type { Route } from "../route.js";
+import { alertRoutes } from "./alerts.js";
+import { budgetRoutes } from "./budgets.js";
 import { connectionRoutes } from "./connections.js";
 import { healthRoutes } from "./health.js";
+import { incidentRoutes } from "./incidents.js";
 import { ingestRoutes } from "./ingest.js";
 import { readRoutes } from "./read.js";
 import { usageRoutes } from "./usage.js";
@@ -19,6 +22,9 @@ export const routes: readonly Route[] = [
   ...healthRoutes,
   ...connectionRoutes,
   ...usageRoutes,
+  ...budgetRoutes,
   ...ingestRoutes,
   ...readRoutes,
+  ...incidentRoutes,
+  ...alertRoutes,
 ];

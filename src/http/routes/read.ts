@@ -7,7 +7,6 @@ import { availabilityFilters, listAvailability } from "../../availability/list.j
 import { availabilitySummary } from "../../availability/summary.js";
 import { executionsByWorkflow } from "../../executions/by-workflow.js";
 import { executionFilters, listExecutions } from "../../executions/list.js";
-import { listIncidents } from "../../incidents/list.js";
 import { requireReadable } from "../../connections/scope.js";
 import { CursorCodec } from "../cursor.js";
 import { decodeCursor, restPage } from "../paging.js";
@@ -16,17 +15,9 @@ import {
   anomaliesQuery,
   availabilityQuery,
   executionsQuery,
-  incidentsQuery,
   summaryQuery,
 } from "../read-queries.js";
-import {
-  anomalyPage,
-  availabilityPage,
-  executionsPage,
-  incidentPage,
-  metricPage,
-  summaryPage,
-} from "../responses/read.js";
+import { anomalyPage, availabilityPage, executionsPage, metricPage, summaryPage } from "../responses/read.js";
 import { defineRoute } from "../route.js";
 
 /** The REST parameters every keyset-paged read shares. */
@@ -165,16 +156,5 @@ export const readRoutes = [
         listAnomalies(ctx, actor, { ...windowOf(q), status: q.status, limit: q.limit, after }),
       );
     },
-  }),
-  defineRoute({
-    ...base,
-    path: "/v1/incidents",
-    summary: "Incidents with their timelines",
-    query: incidentsQuery,
-    responses: { 200: incidentPage },
-    handler: ({ ctx, actor, query: q }) =>
-      keyset(ctx, actor, q, { endpoint: "incidents" }, true, (after) =>
-        listIncidents(ctx, actor, { ...windowOf(q), limit: q.limit, after }),
-      ),
   }),
 ];

@@ -1,0 +1,72 @@
+import { systemActor } from "../core/actor.js";
+import type { AppContext } from "../core/context.js";
+import { applyBudget, releaseHolder } from "./evaluate.js";
+import { monthOf } from "./month.js";
+import {
+  deleteWarningsBefore,
+  lockBudget,
+  selectDueBudgets,
+  selectUnheldBudgetIncidents,
+} from "./repository.js";
+import { subjectOf, subjectSpend } from "./budgets.js";
+
+/**
+ * Bounds of one run. Budgets are taken least recently evaluated first, and the run stops taking
+ * more once it has read `connections` connections' spend (at least one budget is evaluated per
+ * run, however many connections its account has); what does not fit is first in line next run.
+ */
+export const BUDGET_RUN_LIMITS = { budgets: 500, connections: 2_000, sweep: 200 };
+
+/** Warnings are remembered for this many months (then deleted), long past their month. */
+const KEEP_WARNING_MONTHS = 13;
+
+export interface BudgetRun {
+  evaluated: number;
+  warned: number;
+  opened: number;
+  resolved: number;
+}
+
+/**
+ * The budget job, one run (every 5 minutes, under its lock; jobs/jobs.ts), at `ctx.now()`:
+ * evaluates the due budgets against the UTC month's spend (warnings at 50, 80, 100% and a
+ * projected overrun, each once per month; the `budget` incident opened at 100% and resolved
+ * below it), then resolves `budget` incidents no budget holds any more (last month's, a budget
+ * removed or raised), then forgets warnings older than 13 months.
+ */
+export async function runBudgetChecks(ctx: AppContext, limits = BUDGET_RUN_LIMITS): Promise<BudgetRun> {
+  const db = ctx.stores.db;
+  const at = ctx.now();
+  const month = monthOf(at);
+  const actor = systemActor("budgets");
+  const run: BudgetRun = { evaluated: 0, warned: 0, opened: 0, resolved: 0 };
+  const cache = new Map<string, number>();
+
+  for (const due of await selectDueBudgets(db, limits.budgets)) {
+    if (run.evaluated > 0 && cache.size >= limits.connections) break;
+    const s = await subjectOf(ctx, due);
+    if (!s) continue; // its connection or account went (the row goes with it)
+    const spend = await subjectSpend(ctx, actor, s, month, at, cache);
+    const e = await db.transaction(async (tx) => {
+      const row = await lockBudget(tx, due.scope, due.target_id);
+      return row ? applyBudget(ctx, tx, s, row, spend.byConnection, spend.cents, month, at) : null;
+    });
+    run.evaluated++;
+    if (!e) continue;
+    run.warned += e.warned.length;
+    if (e.opened) run.opened++;
+    if (e.resolved) run.resolved++;
+  }
+
+  for (const c of await selectUnheldBudgetIncidents(db, month.label, limits.sweep)) {
+    const because = new Date(c.opened_at) < month.start ? "new_month" : "within_budget";
+    const resolved = await db.transaction((tx) => releaseHolder(ctx, tx, c.id, month, at, because));
+    if (resolved) run.resolved++;
+  }
+
+  const y = month.start.getUTCFullYear();
+  const m = month.start.getUTCMonth();
+  await deleteWarningsBefore(db, monthOf(new Date(Date.UTC(y, m - KEEP_WARNING_MONTHS, 1))).label);
+  if (run.warned || run.opened || run.resolved) ctx.log.info({ job: "budgets", ...run }, "budgets checked");
+  return run;
+}

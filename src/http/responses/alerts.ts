@@ -1,0 +1,45 @@
+import { z } from "zod";
+import { NOTIFICATION_KINDS } from "../../notifications/alerts.js";
+import { cursorPage, oneOf, timestamp } from "./common.js";
+
+/** One notification of the alert history: one alert to one recipient. */
+export const alert = z.object({
+  id: z.string(),
+  kind: oneOf(NOTIFICATION_KINDS),
+  channel: oneOf(["email", "webhook"]),
+  recipient: z.string().describe("the e-mail address it goes to"),
+  subject: z.string(),
+  body: z.string(),
+  status: oneOf(["pending", "sent", "failed", "suppressed"]).describe(
+    "pending (waiting or retrying), sent, failed (given up after 10 attempts), suppressed (withheld by noise control)",
+  ),
+  attempts: z.number().int(),
+  last_error: z.string().nullable(),
+  created_at: timestamp,
+  due_at: timestamp.describe(
+    "when its first attempt was due: after created_at when noise control deferred it",
+  ),
+  sent_at: timestamp.nullable(),
+  connection_id: z
+    .string()
+    .nullable()
+    .describe("null for an account audit, and once the connection was deleted (the subject keeps its name)"),
+  connection_name: z.string().nullable(),
+  incident_id: z.string().nullable(),
+  anomaly_id: z.string().nullable(),
+  audit_event: oneOf([
+    "api_key_created",
+    "api_key_revoked",
+    "connection_credentials_changed",
+    "connection_deleted",
+    "membership_changed",
+  ])
+    .nullable()
+    .describe("for kind audit: what happened"),
+  organization_id: z
+    .string()
+    .nullable()
+    .describe("the organization it belongs to; null for a personal account's"),
+});
+
+export const alertPage = cursorPage(alert);
