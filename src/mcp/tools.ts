@@ -141,8 +141,8 @@ const anomalyOut = z.object({
 const alertOut = z.object({
   id: z.string(),
   kind: z.string().describe("failure, recovery, audit, budget_warning or anomaly"),
-  connectionId: z.string(),
-  connectionName: z.string(),
+  connectionId: z.string().nullable().describe("null for an account audit or a deleted connection"),
+  connectionName: z.string().nullable(),
   incident: z
     .object({ id: z.string(), kind: z.string().nullable(), status: z.string().nullable() })
     .nullable(),

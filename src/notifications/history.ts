@@ -10,8 +10,9 @@ export interface Alert {
   id: string;
   /** `failure`, `recovery`, `audit`, `budget_warning` or `anomaly`. */
   kind: string;
-  connectionId: string;
-  connectionName: string;
+  /** Null for an account audit (an API key, a membership) or once the connection was deleted. */
+  connectionId: string | null;
+  connectionName: string | null;
   /** The incident that caused it; null when the alert belongs to none (or it was removed). */
   incident: { id: string; kind: string | null; status: string | null } | null;
   subject: string;

@@ -293,8 +293,9 @@ export async function selectAlertPage(
 export interface AlertRow extends Record<string, unknown> {
   id: string;
   kind: string;
-  connection_id: string;
-  connection_name: string;
+  /** Null for an account audit, or once the connection was deleted. */
+  connection_id: string | null;
+  connection_name: string | null;
   incident_id: string | null;
   incident_kind: string | null;
   incident_status: string | null;
@@ -321,7 +322,9 @@ export async function selectAlertHistory(
 ): Promise<AlertRow[]> {
   const params: unknown[] = [];
   const param = (v: unknown) => `$${params.push(v)}`;
-  const visible = visibleConnectionsCondition(actor, param);
+  // The same account visibility as GET /v1/alerts: audits of the account, and alerts of deleted
+  // connections, are in the history too.
+  const visible = visibleConnectionsCondition(actor, param, "a");
   const r = await db.query<AlertRow>(
     `SELECT min(n.id) AS id, n.kind, n.connection_id, c.service_name AS connection_name,
             n.incident_id, i.kind AS incident_kind, i.status AS incident_status,
@@ -330,8 +333,7 @@ export async function selectAlertHistory(
             count(*) FILTER (WHERE n.status = 'sent') AS sent,
             count(*) FILTER (WHERE n.status = 'pending') AS pending,
             count(*) FILTER (WHERE n.status = 'failed') AS failed
-       FROM notifications n
-       JOIN connections c ON c.id = n.connection_id
+       FROM notifications n ${ALERT_ACCOUNT}
        LEFT JOIN incidents i ON i.id = n.incident_id
       WHERE ${visible}
       GROUP BY n.kind, n.connection_id, c.service_name, n.incident_id, i.kind, i.status, n.subject, n.body, n.created_at

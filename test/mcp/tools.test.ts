@@ -414,8 +414,16 @@ t.test("the six tools: schemas, results, bounds, visibility", async (t) => {
       asAlice,
       "get_alert_history",
     );
+    // The tenants' API keys were made just now: their audits are alerts of the account, newest.
+    const audits = h.alerts.filter((a) => a.kind === "audit");
+    t.ok(audits.length > 0, "account audits are in the history");
+    t.ok(
+      audits.every((a) => a.connectionId === null),
+      "an API key's audit belongs to the account, not a connection",
+    );
+    const incidents = h.alerts.filter((a) => a.kind !== "audit");
     t.same(
-      h.alerts.map((a) => [a.kind, a.connectionId]),
+      incidents.map((a) => [a.kind, a.connectionId]),
       [
         ["budget_warning", OA],
         ["recovery", PA],
@@ -424,7 +432,7 @@ t.test("the six tools: schemas, results, bounds, visibility", async (t) => {
       "newest first, another tenant's never",
     );
     t.equal(h.hasMore, false);
-    t.match(h.alerts[2], {
+    t.match(incidents[2], {
       id: String,
       kind: "failure",
       connectionId: PA,
@@ -436,10 +444,14 @@ t.test("the six tools: schemas, results, bounds, visibility", async (t) => {
       recipients: 1,
       delivery: { sent: 0, pending: 1, failed: 0 },
     });
-    t.notOk(JSON.stringify(h).includes("@"), "recipient addresses are not shown");
+    t.notOk(JSON.stringify(incidents).includes("@"), "recipient addresses are not shown");
+    t.ok(
+      h.alerts.every((a) => !("recipient" in a)),
+      "no alert carries its recipients",
+    );
     const d = await callOk<{ alerts: Record<string, unknown>[] }>(t, asDave, "get_alert_history");
     t.same(
-      d.alerts.map((a) => a.connectionId),
+      d.alerts.filter((a) => a.kind !== "audit").map((a) => a.connectionId),
       [OA],
       "a member sees the organization's alerts, not the owner's personal ones",
     );
