@@ -9,11 +9,11 @@ import { migrateAll } from "./stores/index.js";
 const USAGE = `Usage: vigil <command> [options]
 
 Commands:
-  serve [--roles api,probe,jobs]   REST API, ingest, probes and jobs (default: all roles)
+  serve [--roles api,probe,jobs]   REST API, ingest, MCP tool server + OAuth, probes and jobs (default: all roles)
   migrate                          apply database migrations and the QuestDB schema, then exit
-  admin <command> [options]        account set-up (create-user, create-org, add-member, create-key, revoke-key)
+  admin <command> [options]        account set-up (create-user, create-org, add-member, create-key, revoke-key, revoke-access, mcp-token)
   sim <kind> [options]             simulators of the monitored platforms (workflow_a, workflow_b, gateway)
-  bench <name> [options]           load benchmarks with a printed report (series-write, …)
+  bench <name> [options]           load benchmarks with a printed report (series-write, auth, ingest, probes, read, mcp, …)
 
 Configuration comes from the environment; see .env.example.`;
 
