@@ -6,16 +6,24 @@ import { availabilitySamples, executions, gatewayHeartbeats, usageEntries } from
  * The detector's metrics, each one number per connection and UTC calendar hour, aggregated in
  * the series store (`SAMPLE BY 1h` on QuestDB, `date_trunc('hour')` on SQL), never from raw rows
  * in Node:
- * - `response_time`: mean response time (ms) of the hour's successful, non-synthetic checks;
+ * - `response_time`: p95 response time (ms) of the hour's successful, non-synthetic checks;
  * - `failure_rate`: failed / all non-synthetic checks (0..1);
  * - `execution_failure_rate`: `error` / (`success` + `error`) executions started in the hour;
+ * - `gateway_latency`: p95 of the latency (ms) gateway heartbeats report;
+ * - `token_volume`: tokens of the hour, heartbeat input + output tokens plus usage entries whose
+ *   usage_entity is `tokens` (as `PUT /v1/usage` counts them);
  * - `token_spend`: US dollars of the hour, heartbeat `cost_usd` plus usage-entry cents / 100
  *   (the unit `PUT /v1/usage` totals in).
+ *
+ * The p95 is nearest-rank: exact on SQL (`percentile_disc`), within 0.001% on QuestDB
+ * (`approx_percentile` with 5 significant digits), so both backends judge alike.
  */
 export const ANOMALY_METRICS = [
   "response_time",
   "failure_rate",
   "execution_failure_rate",
+  "gateway_latency",
+  "token_volume",
   "token_spend",
 ] as const;
 export type AnomalyMetric = (typeof ANOMALY_METRICS)[number];
@@ -31,6 +39,8 @@ export const MIN_HOUR_SAMPLES: Record<AnomalyMetric, number> = {
   response_time: 3,
   failure_rate: 3,
   execution_failure_rate: 3,
+  gateway_latency: 3,
+  token_volume: 1,
   token_spend: 1,
 };
 
@@ -43,6 +53,8 @@ export const SCALE_FLOOR: Record<AnomalyMetric, number> = {
   response_time: 10, // ms
   failure_rate: 0.05,
   execution_failure_rate: 0.05,
+  gateway_latency: 10, // ms
+  token_volume: 1_000, // tokens per hour
   token_spend: 0.05, // USD per hour
 };
 export const RELATIVE_SCALE_FLOOR = 0.1;
@@ -53,85 +65,109 @@ export const MAD_TO_SIGMA = 1.4826;
 export const HOUR_MS = 3_600_000;
 
 const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
+/**
+ * A percentile to 4 significant digits: QuestDB's approx_percentile is within 0.001% of the
+ * exact nearest-rank value SQL gives, so rounding makes both backends report the same number.
+ */
+const p4 = (v: unknown) => Number(num(v).toPrecision(4));
 
-/** Every connection's value of `metric` in the hour starting at `start`, from the series store. */
-export async function hourValues(
-  series: SeriesStore,
-  metric: AnomalyMetric,
-  start: Date,
-): Promise<Map<string, HourValue>> {
+/** Every metric's value per connection in one hour. */
+export type HourValues = Map<AnomalyMetric, Map<string, HourValue>>;
+
+/**
+ * Every connection's value of every metric in the hour starting at `start`, from the series
+ * store: one aggregate per table (four statements), grouped by connection.
+ */
+export async function hourValues(series: SeriesStore, start: Date): Promise<HourValues> {
   const range = { bucket: "hour" as const, since: start, until: new Date(start.getTime() + HOUR_MS) };
-  const out = new Map<string, HourValue>();
-  switch (metric) {
-    case "response_time": {
-      const rows = await series.aggregate(availabilitySamples, {
-        ...range,
-        where: [
-          { column: "synthetic", op: "eq", value: false },
-          { column: "available", op: "eq", value: true },
-        ],
-        groupBy: ["connection_id"],
-        measures: {
-          ms: { fn: "avg", column: "response_time_ms" },
-          n: { fn: "count", column: "response_time_ms" },
-        },
-      });
-      for (const r of rows)
-        if (r.ms !== null) out.set(String(r.connection_id), { value: num(r.ms), samples: num(r.n) });
-      return out;
+  const [checks, runs, beats, entries] = await Promise.all([
+    series.aggregate(availabilitySamples, {
+      ...range,
+      where: [{ column: "synthetic", op: "eq", value: false }],
+      groupBy: ["connection_id", "available"],
+      measures: {
+        n: { fn: "count" },
+        p95: { fn: "percentile", column: "response_time_ms", p: 0.95 },
+        timed: { fn: "count", column: "response_time_ms" },
+      },
+    }),
+    series.aggregate(executions, {
+      ...range,
+      where: [{ column: "status", op: "in", value: ["success", "error"] }],
+      groupBy: ["connection_id", "status"],
+      measures: { n: { fn: "count" } },
+    }),
+    series.aggregate(gatewayHeartbeats, {
+      ...range,
+      groupBy: ["connection_id"],
+      measures: {
+        n: { fn: "count" },
+        usd: { fn: "sum", column: "cost_usd" },
+        input: { fn: "sum", column: "input_tokens" },
+        output: { fn: "sum", column: "output_tokens" },
+        p95: { fn: "percentile", column: "latency_ms", p: 0.95 },
+        timed: { fn: "count", column: "latency_ms" },
+      },
+    }),
+    series.aggregate(usageEntries, {
+      ...range,
+      groupBy: ["connection_id", "usage_entity"],
+      measures: {
+        n: { fn: "count" },
+        cents: { fn: "sum", column: "cost_cents" },
+        amount: { fn: "sum", column: "usage_amount" },
+      },
+    }),
+  ]);
+
+  const out: HourValues = new Map(ANOMALY_METRICS.map((m) => [m, new Map<string, HourValue>()]));
+  const put = (metric: AnomalyMetric, id: string, value: number, samples: number) =>
+    out.get(metric)?.set(id, { value, samples });
+  const add = (metric: AnomalyMetric, id: string, value: number, samples: number) => {
+    const v = out.get(metric)?.get(id) ?? { value: 0, samples: 0 };
+    put(metric, id, v.value + value, v.samples + samples);
+  };
+  const truthy = (v: unknown) => v === true || v === "true" || v === "t" || v === 1;
+
+  // checks: the failure rate over all of them, the p95 over the successful ones
+  const counts = new Map<string, { all: number; ok: number }>();
+  for (const r of checks) {
+    const id = String(r.connection_id);
+    const c = counts.get(id) ?? { all: 0, ok: 0 };
+    c.all += num(r.n);
+    if (truthy(r.available)) {
+      c.ok += num(r.n);
+      if (r.p95 !== null && num(r.timed) > 0) put("response_time", id, p4(r.p95), num(r.timed));
     }
-    case "failure_rate": {
-      const rows = await series.aggregate(availabilitySamples, {
-        ...range,
-        where: [{ column: "synthetic", op: "eq", value: false }],
-        groupBy: ["connection_id"],
-        measures: { n: { fn: "count" }, ok: { fn: "countTrue", column: "available" } },
-      });
-      for (const r of rows) {
-        const n = num(r.n);
-        if (n > 0) out.set(String(r.connection_id), { value: (n - num(r.ok)) / n, samples: n });
-      }
-      return out;
-    }
-    case "execution_failure_rate": {
-      const rows = await series.aggregate(executions, {
-        ...range,
-        where: [{ column: "status", op: "in", value: ["success", "error"] }],
-        groupBy: ["connection_id", "status"],
-        measures: { n: { fn: "count" } },
-      });
-      const counts = new Map<string, { error: number; all: number }>();
-      for (const r of rows) {
-        const c = counts.get(String(r.connection_id)) ?? { error: 0, all: 0 };
-        c.all += num(r.n);
-        if (r.status === "error") c.error += num(r.n);
-        counts.set(String(r.connection_id), c);
-      }
-      for (const [id, c] of counts) if (c.all > 0) out.set(id, { value: c.error / c.all, samples: c.all });
-      return out;
-    }
-    case "token_spend": {
-      const [beats, entries] = await Promise.all([
-        series.aggregate(gatewayHeartbeats, {
-          ...range,
-          groupBy: ["connection_id"],
-          measures: { usd: { fn: "sum", column: "cost_usd" }, n: { fn: "count" } },
-        }),
-        series.aggregate(usageEntries, {
-          ...range,
-          groupBy: ["connection_id"],
-          measures: { cents: { fn: "sum", column: "cost_cents" }, n: { fn: "count" } },
-        }),
-      ]);
-      const add = (id: string, usd: number, n: number) => {
-        const v = out.get(id) ?? { value: 0, samples: 0 };
-        out.set(id, { value: v.value + usd, samples: v.samples + n });
-      };
-      for (const r of beats) add(String(r.connection_id), num(r.usd), num(r.n));
-      for (const r of entries) add(String(r.connection_id), num(r.cents) / 100, num(r.n));
-      return out;
-    }
+    counts.set(id, c);
   }
+  for (const [id, c] of counts) if (c.all > 0) put("failure_rate", id, (c.all - c.ok) / c.all, c.all);
+
+  const outcomes = new Map<string, { error: number; all: number }>();
+  for (const r of runs) {
+    const id = String(r.connection_id);
+    const c = outcomes.get(id) ?? { error: 0, all: 0 };
+    c.all += num(r.n);
+    if (r.status === "error") c.error += num(r.n);
+    outcomes.set(id, c);
+  }
+  for (const [id, c] of outcomes)
+    if (c.all > 0) put("execution_failure_rate", id, c.error / c.all, c.all);
+
+  for (const r of beats) {
+    const id = String(r.connection_id);
+    const n = num(r.n);
+    if (r.p95 !== null && num(r.timed) > 0) put("gateway_latency", id, p4(r.p95), num(r.timed));
+    add("token_volume", id, num(r.input) + num(r.output), n);
+    add("token_spend", id, num(r.usd), n);
+  }
+  for (const r of entries) {
+    const id = String(r.connection_id);
+    const n = num(r.n);
+    if (r.usage_entity === "tokens") add("token_volume", id, num(r.amount), n);
+    add("token_spend", id, num(r.cents) / 100, n);
+  }
+  return out;
 }
 
 /** A baseline and where an observation falls against it. */

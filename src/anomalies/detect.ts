@@ -52,9 +52,11 @@ export function windowStart(now: Date): Date {
 }
 
 const METRIC_WORDS: Record<AnomalyMetric, { name: string; fmt: (v: number) => string }> = {
-  response_time: { name: "mean response time", fmt: (v) => `${Math.round(v)} ms` },
+  response_time: { name: "p95 response time", fmt: (v) => `${Math.round(v)} ms` },
   failure_rate: { name: "check failure rate", fmt: (v) => `${(v * 100).toFixed(1)}%` },
   execution_failure_rate: { name: "execution failure rate", fmt: (v) => `${(v * 100).toFixed(1)}%` },
+  gateway_latency: { name: "p95 gateway latency", fmt: (v) => `${Math.round(v)} ms` },
+  token_volume: { name: "tokens per hour", fmt: (v) => `${Math.round(v).toLocaleString("en-US")} tokens` },
   token_spend: { name: "spend per hour", fmt: (v) => `$${v.toFixed(2)}` },
 };
 
@@ -82,9 +84,10 @@ export async function detectAnomalies(ctx: AppContext): Promise<DetectorRun> {
 
   // per metric: the window and the 7 baseline hours, each one aggregate over all connections
   const hours = [start, ...[1, 2, 3, 4, 5, 6, 7].map((d) => new Date(start.getTime() - d * 24 * HOUR_MS))];
-  const values = new Map<AnomalyMetric, Map<string, HourValue>[]>();
-  for (const metric of ANOMALY_METRICS)
-    values.set(metric, await Promise.all(hours.map((h) => hourValues(ctx.stores.series, metric, h))));
+  const perHour = await Promise.all(hours.map((h) => hourValues(ctx.stores.series, h)));
+  const values = new Map<AnomalyMetric, Map<string, HourValue>[]>(
+    ANOMALY_METRICS.map((m) => [m, perHour.map((h) => h.get(m) ?? new Map<string, HourValue>())]),
+  );
 
   for (const c of await selectDetectorConnections(db)) {
     const verdicts: Verdict[] = [];

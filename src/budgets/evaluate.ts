@@ -12,7 +12,7 @@
 
 import type { AppContext } from "../core/context.js";
 import { type IncidentTarget, openIncident, resolveIncident } from "../incidents/incidents.js";
-import { recipients } from "../incidents/repository.js";
+import { enqueueNotifications, recipients } from "../incidents/repository.js";
 import type { Queryable } from "../stores/relational/types.js";
 import { type BudgetFacts, overBudgetMail, type ResolvedBecause, resolvedMail, warningMail } from "./mail.js";
 import { MIN_PROJECTION_MS, type Month, projectToMonthEnd } from "./month.js";
@@ -20,7 +20,6 @@ import {
   type BudgetRow,
   type BudgetScope,
   type ConnectionRef,
-  enqueueBudgetWarning,
   holdsBudgetIncident,
   recordEvaluation,
   recordWarnings,
@@ -137,7 +136,16 @@ export async function applyBudget(
   const to = fresh.length ? await recipients(tx, s.account) : [];
   const warn = async (mail: { subject: string; body: string }, incidentId: string | null = null) => {
     if (!top) return;
-    await enqueueBudgetWarning(tx, { connectionId: top.id, incidentId, recipients: to, ...mail, at });
+    // the budget's account owns the alert (an account budget's is the account's, not only its holder's)
+    await enqueueNotifications(tx, {
+      kind: "budget_warning",
+      account: s.account,
+      connectionId: top.id,
+      incidentId,
+      recipients: to,
+      ...mail,
+      at,
+    });
   };
   // Several thresholds crossed at once (a budget set below the spend, a burst): one e-mail, the highest.
   const threshold = fresh.includes("100")

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import type { Queryable } from "../stores/relational/types.js";
 
 /**
@@ -151,30 +150,6 @@ export async function recordWarnings(
 export async function deleteWarningsBefore(db: Queryable, month: string): Promise<number> {
   const r = await db.query("DELETE FROM budget_warnings WHERE month < $1", [month]);
   return r.rowCount;
-}
-
-/**
- * Queues a budget warning in the notifications outbox, one row per recipient, due at once (kind
- * `budget_warning`). Only the outbox's original columns are written; any others take their defaults.
- */
-export async function enqueueBudgetWarning(
-  tx: Queryable,
-  n: {
-    connectionId: string;
-    incidentId: string | null;
-    recipients: readonly string[];
-    subject: string;
-    body: string;
-    at: Date;
-  },
-): Promise<void> {
-  for (const recipient of n.recipients) {
-    await tx.query(
-      `INSERT INTO notifications (id, connection_id, incident_id, kind, recipient, subject, body, created_at, next_attempt_at)
-       VALUES ($1, $2, $3, 'budget_warning', $4, $5, $6, $7, $7)`,
-      [randomUUID(), n.connectionId, n.incidentId, recipient, n.subject, n.body, n.at.toISOString()],
-    );
-  }
 }
 
 /** A connection as budgets and incidents name it. */

@@ -124,16 +124,27 @@ const executionOut = z.object({
 const anomalyOut = z.object({
   id: z.string(),
   connectionId: z.string(),
-  metric: z.string().describe("What was unusual: response time, execution failure rate, gateway token spend"),
+  metric: z
+    .string()
+    .describe(
+      "What was unusual: response_time (p95 of checks, ms), failure_rate (failed checks, 0..1), " +
+        "execution_failure_rate (0..1), gateway_latency (p95 of heartbeats, ms), token_volume (tokens per hour) " +
+        "or token_spend (US dollars per hour)",
+    ),
   status: z.string().describe("open or resolved"),
   detectedAt: iso,
   resolvedAt: iso.nullable(),
   windowStart: iso,
   windowEnd: iso,
   observed: z.number(),
+  baselineMedian: z.number().nullable().describe("Median of the same hour of day over the previous 7 days"),
+  bandLow: z.number().nullable(),
+  bandHigh: z.number().nullable().describe("Above this the hour was anomalous"),
   baselineMean: z.number().describe("Mean of the 7-day baseline"),
   baselineStddev: z.number(),
-  zScore: z.number().describe("How many standard deviations the observation is from the baseline"),
+  zScore: z.number().describe("Robust score: (observed - median) / the band's scale (1.4826 x MAD, floored)"),
+  startedAt: iso.nullable().describe("Start of the first anomalous hour"),
+  endedAt: iso.nullable().describe("End of the last anomalous hour; null while open"),
 });
 
 // --- get_alert_history ---
@@ -313,9 +324,10 @@ export const TOOLS = [
     name: "list_anomalies",
     title: "Anomalies",
     description:
-      "Statistical anomalies detected against 7-day baselines (response times, execution failure rates, " +
-      "gateway token spend) on the connections the user can read, newest first; status open or resolved " +
-      "narrows them. Each gives the observed value, the baseline mean and standard deviation, and the z-score.",
+      "Statistical anomalies detected against 7-day baselines (p95 response times, check and execution failure " +
+      "rates, gateway latency, token volume and spend per hour) on the connections the user can read, newest " +
+      "first; status open or resolved narrows them. Each gives the hour's observed value, the baseline median " +
+      "and band, the score, and when it started and ended.",
     permission: "analytics:read",
     input: z.strictObject({
       status: z
@@ -338,9 +350,14 @@ export const TOOLS = [
           windowStart: x.window_start,
           windowEnd: x.window_end,
           observed: x.observed,
+          baselineMedian: x.baseline_median,
+          bandLow: x.band_low,
+          bandHigh: x.band_high,
           baselineMean: x.baseline_mean,
           baselineStddev: x.baseline_stddev,
           zScore: x.z_score,
+          startedAt: x.started_at,
+          endedAt: x.ended_at,
         })),
         hasMore: page.next !== null,
       };

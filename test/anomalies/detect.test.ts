@@ -7,8 +7,8 @@ import { type AnomalySnapshot, anomalyWorld } from "./fixtures/world.js";
 
 /**
  * The detector with the clock from the context, over the seeded world (world.ts), on every
- * backend: a latency step, a failure-rate spike, an execution failure spike and a spend surge
- * each open one anomaly after 2 hourly windows and resolve after 2 back to normal; the nightly
+ * backend: a latency step, a failure-rate spike, an execution failure spike, a spend surge, a
+ * gateway's p95 latency step and a token-volume surge each open one anomaly after 2 hourly windows and resolve after 2 back to normal; the nightly
  * batch is not an anomaly; the flapping signal opens once; the new connection never alarms; the
  * same data gives the same anomalies on PGlite, PostgreSQL and QuestDB.
  */
@@ -42,12 +42,30 @@ const EXPECTED = [
   },
   {
     connection: "OB",
+    metric: "gateway_latency",
+    observed: 2000,
+    started: "07:00",
+    detected: "09:05",
+    ended: "09:00",
+    resolved: "11:05",
+  },
+  {
+    connection: "OB",
     metric: "token_spend",
     observed: 6.25,
     started: "02:00",
     detected: "04:05",
     ended: "05:00",
     resolved: "07:05",
+  },
+  {
+    connection: "OB",
+    metric: "token_volume",
+    observed: 64_000,
+    started: "08:00",
+    detected: "10:05",
+    ended: "10:00",
+    resolved: "12:05",
   },
   {
     connection: "PA",
@@ -76,8 +94,10 @@ const PER_RUN: Record<number, { opened: number; resolved: number }> = {
   5: { opened: 1, resolved: 0 }, // OA failures (04, 05)
   6: { opened: 1, resolved: 1 }, // PB executions (05, 06); OB back (05, 06)
   7: { opened: 0, resolved: 2 }, // PA, OA back
-  8: { opened: 0, resolved: 1 }, // PB back
-  11: { opened: 0, resolved: 1 }, // FL back for two hours at last
+  8: { opened: 1, resolved: 1 }, // OB's p95 latency (07, 08); PB back
+  9: { opened: 1, resolved: 0 }, // OB's tokens (08, 09), joining OB's open incident
+  10: { opened: 0, resolved: 1 }, // OB's latency back; its incident waits for the tokens
+  11: { opened: 0, resolved: 2 }, // FL back for two hours at last; OB's tokens back
 };
 
 const snapshots = new Map<string, AnomalySnapshot[]>();
@@ -179,10 +199,12 @@ for (const [relational, series] of BACKENDS) {
         ["PA", "resolved"],
         ["OA", "resolved"],
         ["PB", "resolved"],
+        ["OB", "resolved"],
       ],
-      "one anomaly incident per affected connection, each resolved with its anomaly",
+      "one anomaly incident per affected connection at a time, each resolved with its last anomaly",
     );
-    t.match(incidents[2]?.title, "alice n8n: unusual mean response time");
+    t.match(incidents[2]?.title, "alice n8n: unusual p95 response time");
+    t.match(incidents[5]?.title, "unusual p95 gateway latency");
   });
 }
 

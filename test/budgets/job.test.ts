@@ -186,6 +186,16 @@ for (const [relational, series] of BACKENDS) {
       ],
       "filed under the top spender, told to the organization's owners and admins (not members)",
     );
+    const history = await call(app, bob, "GET", "/v1/alerts?kind=budget_warning");
+    t.equal(history.statusCode, 200);
+    t.match(
+      (history.json() as { data: unknown[] }).data,
+      [
+        { kind: "budget_warning", organization_id: w.orgs.orgB.id, connection_id: OB },
+        { kind: "budget_warning", organization_id: w.orgs.orgB.id, connection_id: OB },
+      ],
+      "the alert history files the account budget's warning under the organization",
+    );
 
     bw.setNow("2026-11-28T00:02:00Z");
     await bw.entry(OB2, 500, bob); // OB2 $7 is now the top spender; $11 in all

@@ -317,10 +317,13 @@ t.test("the six tools: schemas, results, bounds, visibility", async (t) => {
     const insert = async (connection: string, minutesAgo: number, status = "open") => {
       const id = randomUUID();
       await ta.ctx.stores.db.query(
-        `INSERT INTO anomalies (id, connection_id, metric, status, detected_at, resolved_at, window_start, window_end, observed, baseline_mean, baseline_stddev, z_score)
+        `INSERT INTO anomalies (id, connection_id, metric, status, detected_at, resolved_at, window_start, window_end, observed,
+                                baseline_mean, baseline_stddev, z_score, baseline_median, baseline_mad, band_low, band_high,
+                                started_at, ended_at)
          VALUES ($1, $2, 'response_time', $3, now() - make_interval(mins => $4),
                  CASE WHEN $3 = 'resolved' THEN now() ELSE NULL END,
-                 now() - interval '2 hours', now() - interval '1 hour', 900, 120, 40, 19.5)`,
+                 now() - interval '2 hours', now() - interval '1 hour', 900, 120, 40, 19.5, 118, 6, 0, 160.5,
+                 now() - interval '3 hours', CASE WHEN $3 = 'resolved' THEN now() - interval '1 hour' ELSE NULL END)`,
         [id, connection, status, minutesAgo],
       );
       return id;
@@ -348,11 +351,16 @@ t.test("the six tools: schemas, results, bounds, visibility", async (t) => {
       windowStart: String,
       windowEnd: String,
       observed: 900,
+      baselineMedian: 118,
+      bandLow: 0,
+      bandHigh: 160.5,
       baselineMean: 120,
       baselineStddev: 40,
       zScore: 19.5,
+      startedAt: String,
+      endedAt: null,
     });
-    t.match(all.anomalies[1], { status: "resolved", resolvedAt: String });
+    t.match(all.anomalies[1], { status: "resolved", resolvedAt: String, endedAt: String });
     const open = await callOk<{ anomalies: Record<string, unknown>[]; hasMore: boolean }>(
       t,
       asAlice,

@@ -370,6 +370,43 @@ for (const backend of ALL_BACKENDS) {
       );
     });
 
+    await t.test("percentiles: nearest rank, nulls ignored, the same on every backend", async (t) => {
+      const start = Date.parse("2026-04-06T00:00:00.000Z");
+      const rows: Sample[] = [];
+      // pct1: 1..100 ms in one hour; pct2: 20 values, 19 of 10 ms and one of 2000 ms, plus nulls
+      for (let i = 1; i <= 100; i++) rows.push(sample(start + i * 1000, "pct1", true, i));
+      for (let i = 0; i < 20; i++) rows.push(sample(start + i * 1000, "pct2", true, i === 7 ? 2000 : 10));
+      for (let i = 0; i < 5; i++) rows.push(sample(start + 50_000 + i, "pct2", false, null));
+      await series.append(availabilitySamples, rows);
+      await series.waitVisible();
+      const out = await series.aggregate(availabilitySamples, {
+        bucket: "hour",
+        since: new Date(start),
+        until: new Date(start + 3_600_000),
+        where: [{ column: "connection_id", op: "in", value: ["pct1", "pct2"] }],
+        groupBy: ["connection_id"],
+        measures: {
+          p95: { fn: "percentile", column: "response_time_ms", p: 0.95 },
+          p50: { fn: "percentile", column: "response_time_ms", p: 0.5 },
+        },
+      });
+      const by = Object.fromEntries(out.map((r) => [r.connection_id, r]));
+      // QuestDB's approx_percentile keeps 5 significant digits: within 0.001% of the exact value
+      const near = (v: unknown, want: number, what: string) =>
+        t.ok(typeof v === "number" && Math.abs(v - want) <= want * 1e-5, `${what}: ${v} ≈ ${want}`);
+      near(by.pct1?.p95, 95, "p95 of 1..100 is 95 (nearest rank)");
+      near(by.pct1?.p50, 50, "p50 of 1..100 is 50");
+      near(by.pct2?.p95, 10, "one slow check in 20 is the p100, not the p95");
+      await t.rejects(
+        async () =>
+          series.aggregate(availabilitySamples, {
+            bucket: "all",
+            measures: { bad: { fn: "percentile", column: "response_time_ms", p: 95 } },
+          }),
+        /between 0 and 1/,
+      );
+    });
+
     await t.test("bad rows are rejected naming the field, and nothing of the batch is stored", async (t) => {
       const at = MONDAY + 30 * DAY;
       const good = sample(at, "bad1", true, 10);

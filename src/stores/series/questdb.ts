@@ -213,7 +213,7 @@ export async function createQuestdbSeriesStore(opts: QuestdbOptions): Promise<Qu
       const groupBy = checkGroupBy(table, q);
       const p = new Params();
       const conds = whereClauses(table, q, p, tsParam);
-      const measures = Object.entries(q.measures).map(([alias, m]) => measureSql(table, alias, m));
+      const measures = Object.entries(q.measures).map(([alias, m]) => measureSql(table, alias, m, "questdb"));
       const where = conds.length ? ` WHERE ${conds.join(" AND ")}` : "";
       const sql =
         q.bucket === "all"

@@ -74,7 +74,7 @@ export function orderNewestFirst(table: TableDef): string {
   return ["ts DESC", ...table.key.map((k) => `${k} DESC`)].join(", ");
 }
 
-export function measureSql(table: TableDef, alias: string, m: Measure): string {
+export function measureSql(table: TableDef, alias: string, m: Measure, dialect: "sql" | "questdb"): string {
   if (!/^[a-z_][a-z0-9_]*$/.test(alias)) throw new Error(`bad measure alias ${alias}`);
   switch (m.fn) {
     case "count":
@@ -85,6 +85,14 @@ export function measureSql(table: TableDef, alias: string, m: Measure): string {
       const def = checkColumn(table, m.column);
       if (def.type !== "boolean") throw new Error(`${m.column} is not boolean`);
       return `sum(CASE WHEN ${m.column} THEN 1 ELSE 0 END) AS ${alias}`;
+    }
+    case "percentile": {
+      const def = checkColumn(table, m.column);
+      if (def.type !== "double" && def.type !== "long") throw new Error(`${m.column} is not numeric`);
+      if (!(m.p > 0 && m.p < 1)) throw new Error(`percentile ${m.p} is not between 0 and 1`);
+      return dialect === "questdb"
+        ? `approx_percentile(${m.column}::double, ${m.p}, 5) AS ${alias}`
+        : `percentile_disc(${m.p}) WITHIN GROUP (ORDER BY ${m.column}) AS ${alias}`;
     }
     default: {
       const def = checkColumn(table, m.column);

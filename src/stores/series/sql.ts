@@ -131,7 +131,7 @@ export function createSqlSeriesStore(db: RelationalStore): SeriesStore {
       const bucket =
         q.bucket === "all" ? "NULL::timestamptz" : `date_trunc('${truncUnit[q.bucket]}', ts, 'UTC')`;
       const keys = q.bucket === "all" ? groupBy : [bucket, ...groupBy];
-      const measures = Object.entries(q.measures).map(([alias, m]) => measureSql(table, alias, m));
+      const measures = Object.entries(q.measures).map(([alias, m]) => measureSql(table, alias, m, "sql"));
       const sql =
         `SELECT ${bucket} AS bucket${groupBy.map((g) => `, ${g}`).join("")}, ${measures.join(", ")}` +
         ` FROM ${table.name}` +
