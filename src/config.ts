@@ -47,6 +47,15 @@ const intVar = (min: number, max: number, dflt: number) =>
       .default(dflt),
   );
 
+const boolVar = (dflt: boolean) =>
+  z.preprocess(
+    (v) => (typeof v === "string" ? emptyToUndefined(v.trim().toLowerCase()) : v),
+    z
+      .enum(["true", "false", "1", "0"], { error: "must be true or false" })
+      .transform((v) => v === "true" || v === "1")
+      .default(dflt),
+  );
+
 export const envSchema = z.object({
   DATABASE_URL: url(["postgres:", "postgresql:"], "postgres://user:pass@127.0.0.1:5432/vigil"),
   QUESTDB_URL: url(["http:", "https:"], "http://127.0.0.1:9000"),
@@ -88,6 +97,26 @@ export const envSchema = z.object({
       .default(3.5),
   ),
   ANOMALY_MIN_BASELINE_HOURS: intVar(3, 7, 5),
+  WEBHOOK_ALLOW_HTTP_LOOPBACK: boolVar(false),
+  CORS_ORIGINS: z.preprocess(
+    emptyToUndefined,
+    z
+      .string()
+      .refine(
+        (v) =>
+          v.trim() === "*" ||
+          v.split(",").every((o) => {
+            try {
+              const u = new URL(o.trim());
+              return (u.protocol === "https:" || u.protocol === "http:") && u.origin === o.trim();
+            } catch {
+              return false;
+            }
+          }),
+        "must be * or a comma-separated list of origins, e.g. https://app.example.com,http://localhost:3000",
+      )
+      .optional(),
+  ),
   LOG_LEVEL: z.preprocess(
     emptyToUndefined,
     z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
@@ -130,6 +159,16 @@ export interface Config {
    * the band, and how many of the 7 baseline hours need data.
    */
   anomalies: { intervalSeconds: number; windows: number; threshold: number; minBaselineHours: number };
+  /**
+   * Outbound webhooks (docs/webhooks.md): their URLs are https only, except plain http to a
+   * loopback host (127.0.0.0/8, ::1, localhost) when `allowHttpLoopback`, for tests and local use.
+   */
+  webhooks: { allowHttpLoopback: boolean };
+  /**
+   * Origins a browser may call the API from (CORS): `*`, a list, or null (CORS off, the default:
+   * browsers then refuse cross-origin calls).
+   */
+  corsOrigins: "*" | string[] | null;
 }
 
 export class ConfigError extends Error {
@@ -197,5 +236,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       threshold: e.ANOMALY_THRESHOLD,
       minBaselineHours: e.ANOMALY_MIN_BASELINE_HOURS,
     },
+    webhooks: { allowHttpLoopback: e.WEBHOOK_ALLOW_HTTP_LOOPBACK },
+    corsOrigins: e.CORS_ORIGINS
+      ? e.CORS_ORIGINS.trim() === "*"
+        ? "*"
+        : e.CORS_ORIGINS.split(",").map((o) => o.trim())
+      : null,
   };
 }

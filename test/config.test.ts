@@ -31,6 +31,7 @@ t.test("a bad value names the variable", async (t) => {
     [{ INGEST_MAX_BACKLOG_ROWS: "10" }, /INGEST_MAX_BACKLOG_ROWS: must be at least 100/],
     [{ INGEST_MAX_BACKLOG_ROWS: "lots" }, /INGEST_MAX_BACKLOG_ROWS: must be a whole number/],
     [{ QUESTDB_PG_URL: "postgres://a@b/c" }, /QUESTDB_PG_URL: is set but QUESTDB_URL is not/],
+    [{ WEBHOOK_ALLOW_HTTP_LOOPBACK: "yes" }, /WEBHOOK_ALLOW_HTTP_LOOPBACK: must be true or false/],
   ];
   for (const [env, message] of cases) {
     t.throws(() => loadConfig(env), { name: ConfigError.name, message }, JSON.stringify(env));
@@ -40,4 +41,14 @@ t.test("a bad value names the variable", async (t) => {
 t.test("empty values count as unset", async (t) => {
   t.equal(loadConfig({ DATABASE_URL: "", PORT: "" }).port, 8080);
   t.equal(loadConfig({ INGEST_MAX_BACKLOG_ROWS: "" }).ingest.maxBacklogRows, 50_000);
+});
+
+t.test("WEBHOOK_ALLOW_HTTP_LOOPBACK: false unless set to true (or 1)", async (t) => {
+  t.equal(loadConfig({}).webhooks.allowHttpLoopback, false);
+  t.equal(loadConfig({ WEBHOOK_ALLOW_HTTP_LOOPBACK: "" }).webhooks.allowHttpLoopback, false);
+  t.equal(loadConfig({ WEBHOOK_ALLOW_HTTP_LOOPBACK: "false" }).webhooks.allowHttpLoopback, false);
+  t.equal(loadConfig({ WEBHOOK_ALLOW_HTTP_LOOPBACK: "0" }).webhooks.allowHttpLoopback, false);
+  t.equal(loadConfig({ WEBHOOK_ALLOW_HTTP_LOOPBACK: "true" }).webhooks.allowHttpLoopback, true);
+  t.equal(loadConfig({ WEBHOOK_ALLOW_HTTP_LOOPBACK: "TRUE" }).webhooks.allowHttpLoopback, true);
+  t.equal(loadConfig({ WEBHOOK_ALLOW_HTTP_LOOPBACK: "1" }).webhooks.allowHttpLoopback, true);
 });

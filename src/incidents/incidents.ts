@@ -282,8 +282,10 @@ async function notify(
   });
   await appendEvent(tx, incidentId, at, "notified", {
     kind: mail.kind,
-    channel: "email",
+    // e-mail recipients, then one row per webhook of the account (enqueueNotifications)
+    channels: ids.length > to.length ? ["email", "webhook"] : ["email"],
     recipients: to.length,
+    webhooks: ids.length - to.length,
     notification_ids: ids,
     ...(dueAt > at
       ? {

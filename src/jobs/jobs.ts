@@ -7,6 +7,7 @@ import { watchHeartbeats } from "../probes/heartbeats.js";
 import type { ProbeWorker } from "../probes/worker.js";
 import { cleanUp as oauthCleanUp } from "../oauth/service.js";
 import { expireJob, rollUpJob } from "../retention/job.js";
+import { deliverWebhooks } from "../webhooks/delivery.js";
 import { JOB_LOCKS, type Job } from "./runner.js";
 
 /**
@@ -27,12 +28,25 @@ export function clusterJobs(delivery: DeliveryJob): Job[] {
     // no cluster lock: delivery claims each e-mail itself (FOR UPDATE SKIP LOCKED), and a lock held
     // through slow SMTP sends would pin a pool connection for as long
     { name: "delivery", intervalMs: 2_000, lock: null, run: () => delivery.tick() },
+    webhookDeliveryJob,
     probeHousekeepingJob,
     oauthHousekeepingJob,
     budgetsJob,
     anomalyDetectorJob,
   ];
 }
+
+/**
+ * Outbound webhooks (src/webhooks/delivery.ts): like e-mail delivery, no cluster lock (each
+ * notification is claimed with SKIP LOCKED), and a job of its own so a slow receiver never holds
+ * up e-mail; runs whether or not SMTP_URL is set.
+ */
+export const webhookDeliveryJob: Job = {
+  name: "webhook-delivery",
+  intervalMs: 2_000,
+  lock: null,
+  run: (ctx) => deliverWebhooks(ctx),
+};
 
 /**
  * The anomaly detector (src/anomalies/detect.ts): every ANOMALY_INTERVAL_SECONDS, judges each

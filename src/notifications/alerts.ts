@@ -14,12 +14,15 @@ import {
 export { NOTIFICATION_KINDS };
 export type { NotificationKind };
 
-/** One notification of the alert history (GET /v1/alerts): one alert to one recipient on one channel. */
+/** One notification of the alert history (GET /v1/alerts): one alert to one recipient (an e-mail address or a webhook). */
 export interface AlertRecord {
   id: string;
   kind: NotificationKind;
   channel: Channel;
-  /** The e-mail address (later: the webhook URL) it goes to. */
+  /**
+   * The e-mail address it goes to; for a webhook, its URL's origin (`https://hooks.example.com`):
+   * the whole URL may hold a token.
+   */
   recipient: string;
   subject: string;
   body: string;
@@ -42,6 +45,8 @@ export interface AlertRecord {
   audit_event: AuditEvent | null;
   /** The organization the alert belongs to; null for a personal account's. */
   organization_id: string | null;
+  /** For channel `webhook`: the webhook (GET /v1/webhooks); null for an e-mail, and once the webhook was deleted. */
+  webhook_id: string | null;
 }
 
 export interface AlertQuery extends PageRequest, Window {
@@ -83,6 +88,7 @@ export async function listAlerts(ctx: AppContext, actor: Actor, q: AlertQuery): 
       anomaly_id: r.anomaly_id,
       audit_event: (r.audit_event as AuditEvent | null) ?? null,
       organization_id: r.organization_id,
+      webhook_id: r.webhook_id,
     })),
     next: more && last ? { ts: new Date(last.created_at), key: [last.id] } : null,
   };

@@ -1,23 +1,83 @@
 import type { Logger } from "pino";
-import type { RelationalStore } from "../stores/relational/types.js";
+import type { Queryable, RelationalStore } from "../stores/relational/types.js";
 import type { Mailer } from "./mailer.js";
 import { recordDelivery } from "../incidents/incidents.js";
-import { claimDueMail, markFailed, markSent, noteUnsendable } from "./repository.js";
+import {
+  claimDueMail,
+  markFailed,
+  markSent,
+  noteUnsendable,
+  type PendingNotification,
+} from "./repository.js";
 
 /** Wait before retry n (1-based): 30 s, 2 min, 8 min, … capped at 1 h; given up after 10 attempts. */
 export const retryDelayMs = (attempt: number) => Math.min(30_000 * 4 ** (attempt - 1), 3_600_000);
 export const MAX_ATTEMPTS = 10;
-/** A claimed e-mail is this job's for this long; another node sends it only after that. */
-const CLAIM_MS = 5 * 60_000;
+/** A claimed notification is this job's for this long; another node sends it only after that. */
+export const CLAIM_MS = 5 * 60_000;
+
+/** How one claimed attempt ended: sent (`error` null), failed (retried), or given up. */
+export interface AttemptOutcome {
+  /** Null: delivered. Otherwise a short reason; it names no secret and no full webhook URL. */
+  error: string | null;
+  /** Give up now whatever the attempt count (nothing a retry could change: a deleted webhook). */
+  giveUp?: boolean;
+}
 
 /**
- * Sends the notifications outbox. Each e-mail is claimed (FOR UPDATE SKIP LOCKED, pushing its
- * next attempt past the claim), sent, then marked sent, so two nodes never send one e-mail at
- * once and a sent one is never sent again. A failure is retried with back-off. Each attempt's
- * outcome of an incident's e-mail (sent, failed with its error, given up) is appended to the
- * incident's timeline in the transaction that marks the e-mail. A crash between
- * the SMTP server's acceptance and the mark could repeat one e-mail after the claim expires; the
- * Message-ID is the notification id, so a mail system can drop the repeat.
+ * Records the outcome of one claimed attempt, on every channel: the notification's mark and the
+ * incident's timeline event (`delivered`, `delivery_failed` with its retry time, or
+ * `delivery_given_up`) in one transaction. A failure is retried with back-off (`retryDelayMs`)
+ * until MAX_ATTEMPTS. Answers whether it was given up.
+ */
+export async function settleAttempt(
+  db: Pick<RelationalStore, "transaction">,
+  n: Pick<PendingNotification, "id" | "kind" | "channel" | "recipient" | "attempts" | "incident_id">,
+  outcome: AttemptOutcome,
+  done: Date,
+): Promise<{ giveUp: boolean }> {
+  const attempt = {
+    notificationId: n.id,
+    kind: n.kind,
+    channel: n.channel,
+    recipient: n.recipient,
+    attempt: n.attempts,
+    at: done,
+  };
+  const { error } = outcome;
+  if (error === null) {
+    // the mark and the incident's `delivered` event in one transaction
+    await db.transaction(async (tx: Queryable) => {
+      await markSent(tx, n.id, done);
+      if (n.incident_id) await recordDelivery(tx, { ...attempt, incidentId: n.incident_id, outcome: "sent" });
+    });
+    return { giveUp: false };
+  }
+  const giveUp = outcome.giveUp === true || n.attempts >= MAX_ATTEMPTS;
+  const retryAt = new Date(done.getTime() + retryDelayMs(n.attempts));
+  await db.transaction(async (tx: Queryable) => {
+    await markFailed(tx, { id: n.id, giveUp, error, retryAt });
+    if (n.incident_id)
+      await recordDelivery(tx, {
+        ...attempt,
+        incidentId: n.incident_id,
+        outcome: giveUp ? "given_up" : "failed",
+        error,
+        ...(giveUp ? {} : { retryAt }),
+      });
+  });
+  return { giveUp };
+}
+
+/**
+ * Sends the e-mails of the notifications outbox. Each e-mail is claimed (FOR UPDATE SKIP LOCKED,
+ * pushing its next attempt past the claim), sent, then marked sent, so two nodes never send one
+ * e-mail at once and a sent one is never sent again. A failure is retried with back-off. Each
+ * attempt's outcome of an incident's e-mail (sent, failed with its error, given up) is appended to
+ * the incident's timeline in the transaction that marks the e-mail (`settleAttempt`). A crash
+ * between the SMTP server's acceptance and the mark could repeat one e-mail after the claim
+ * expires; the Message-ID is the notification id, so a mail system can drop the repeat.
+ * Webhooks have their own job (src/webhooks/delivery.ts) with the same semantics.
  *
  * Without a mailer (SMTP_URL unset) e-mails stay in the outbox and each is logged once.
  */
@@ -50,38 +110,11 @@ export class DeliveryJob {
       } catch (err) {
         error = (err as Error).message;
       }
-      const done = this.now();
-      const attempt = {
-        notificationId: n.id,
-        kind: n.kind,
-        channel: n.channel,
-        recipient: n.recipient,
-        attempt: n.attempts,
-        at: done,
-      };
+      const { giveUp } = await settleAttempt(this.db(), n, { error }, this.now());
       if (error === null) {
-        // the mark and the incident's `delivered` event in one transaction
-        await this.db().transaction(async (tx) => {
-          await markSent(tx, n.id, done);
-          if (n.incident_id)
-            await recordDelivery(tx, { ...attempt, incidentId: n.incident_id, outcome: "sent" });
-        });
         sent++;
         continue;
       }
-      const giveUp = n.attempts >= MAX_ATTEMPTS;
-      const retryAt = new Date(done.getTime() + retryDelayMs(n.attempts));
-      await this.db().transaction(async (tx) => {
-        await markFailed(tx, { id: n.id, giveUp, error, retryAt });
-        if (n.incident_id)
-          await recordDelivery(tx, {
-            ...attempt,
-            incidentId: n.incident_id,
-            outcome: giveUp ? "given_up" : "failed",
-            error,
-            ...(giveUp ? {} : { retryAt }),
-          });
-      });
       this.log.warn(
         { notification: n.id, attempt: n.attempts, err: error },
         giveUp ? "e-mail given up" : "e-mail failed; will retry",

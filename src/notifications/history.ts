@@ -5,7 +5,7 @@ import { selectAlertHistory } from "./repository.js";
 
 export const ALERT_HISTORY_LIMIT = { min: 1, max: 100, default: 25 } as const;
 
-/** One alert Vigil sent about a connection (an e-mail of the notifications outbox). */
+/** One alert Vigil sent about a connection: its rows of the notifications outbox (e-mails and webhooks), grouped. */
 export interface Alert {
   id: string;
   /** `failure`, `recovery`, `audit`, `budget_warning` or `anomaly`. */
@@ -16,12 +16,12 @@ export interface Alert {
   /** The incident that caused it; null when the alert belongs to none (or it was removed). */
   incident: { id: string; kind: string | null; status: string | null } | null;
   subject: string;
-  /** The e-mail's text. */
+  /** The alert's text. */
   message: string;
   createdAt: string;
-  /** How many people it was addressed to (addresses are not returned). */
+  /** How many recipients it was addressed to: e-mail addresses and webhooks (neither is returned). */
   recipients: number;
-  /** Delivery state of those e-mails. */
+  /** Delivery state of those e-mails and webhook posts. */
   delivery: { sent: number; pending: number; failed: number };
 }
 

@@ -3,12 +3,14 @@ import type { Actor } from "../core/actor.js";
 import type { Position } from "../core/page.js";
 import { visibleConnectionsCondition } from "../identity/repository.js";
 import type { Queryable } from "../stores/relational/types.js";
+import { webhookTargets } from "../webhooks/repository.js";
 
 /**
- * The notifications outbox (sql/postgres/004_probes.sql, 012_incident_lifecycle.sql), which is
- * also the alert history: one row per notification Vigil decided to send and recipient. Rows
- * are written in the transaction of the change that causes them (an incident's change, an
- * audited account event); delivery claims, sends and marks them.
+ * The notifications outbox (sql/postgres/004_probes.sql, 012_incident_lifecycle.sql,
+ * 016_webhooks.sql), which is also the alert history: one row per notification Vigil decided to
+ * send and recipient (an e-mail address, or one of the account's webhooks). Rows are written in
+ * the transaction of the change that causes them (an incident's change, an audited account
+ * event); delivery claims, sends and marks them (delivery.ts for e-mail, webhooks/delivery.ts).
  */
 
 export type NotificationKind = "failure" | "recovery" | "audit" | "budget_warning" | "anomaly";
@@ -51,45 +53,76 @@ export interface NewNotifications {
   incidentId?: string | null;
   anomalyId?: string | null;
   auditEvent?: AuditEvent | null;
+  /** The channel of `recipients`: e-mail unless said otherwise. */
   channel?: Channel;
+  /** E-mail addresses (the account's owners and admins); may be empty. */
   recipients: readonly string[];
   subject: string;
   body: string;
   at: Date;
   /** When the first attempt is due; `at` unless noise control deferred it. */
   dueAt?: Date;
+  /** Also one `webhook` row per webhook of the account (the default); false: the recipients only. */
+  webhooks?: boolean;
 }
 
-/** Queues one notification per recipient in the outbox; returns their ids. */
+/**
+ * Queues the notification in the outbox: one row per recipient, and one `webhook` row per
+ * webhook of the account (its own, or else the connection's), all with the same text, kind,
+ * incident and due time, so noise control (deferral, suppression) treats them alike. An alert
+ * with no e-mail recipient still reaches the webhooks. Returns every row's id.
+ */
 export async function enqueueNotifications(tx: Queryable, n: NewNotifications): Promise<string[]> {
   const ids: string[] = [];
-  const due = (n.dueAt ?? n.at).toISOString();
-  for (const recipient of n.recipients) {
+  const account = n.account ?? (n.connectionId ? await connectionAccount(tx, n.connectionId) : null);
+  const insert = async (channel: Channel, recipient: string, webhookId: string | null) => {
     const id = randomUUID();
     ids.push(id);
     await tx.query(
       `INSERT INTO notifications (id, connection_id, incident_id, anomaly_id, kind, channel, recipient, subject, body,
-                                  created_at, next_attempt_at, due_at, user_id, organization_id, audit_event)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13, $14)`,
+                                  created_at, next_attempt_at, due_at, user_id, organization_id, audit_event, webhook_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13, $14, $15)`,
       [
         id,
         n.connectionId ?? null,
         n.incidentId ?? null,
         n.anomalyId ?? null,
         n.kind,
-        n.channel ?? "email",
+        channel,
         recipient,
         n.subject,
         n.body,
         n.at.toISOString(),
-        due,
+        (n.dueAt ?? n.at).toISOString(),
+        // rows of callers that name no account keep both NULL: the connection's account (as before)
         n.account && !n.account.organizationId ? n.account.userId : null,
         n.account?.organizationId ?? null,
         n.auditEvent ?? null,
+        webhookId,
       ],
     );
-  }
+  };
+  for (const recipient of n.recipients) await insert(n.channel ?? "email", recipient, null);
+  if (account && n.webhooks !== false)
+    for (const w of await webhookTargets(
+      tx,
+      account.organizationId
+        ? { scope: "organization", id: account.organizationId }
+        : { scope: "user", id: account.userId },
+    ))
+      // the recipient is the URL's origin: the whole URL may hold a secret
+      await insert("webhook", w.url_origin, w.id);
   return ids;
+}
+
+/** A connection's account; null when it is gone. */
+async function connectionAccount(tx: Queryable, connectionId: string): Promise<Account | null> {
+  const r = await tx.query<{ user_id: string; organization_id: string | null }>(
+    "SELECT user_id, organization_id FROM connections WHERE id = $1",
+    [connectionId],
+  );
+  const c = r.rows[0];
+  return c ? { userId: c.user_id, organizationId: c.organization_id } : null;
 }
 
 /**
@@ -143,41 +176,55 @@ export async function incidentNotificationCounts(
 
 // --- delivery ---
 
-export interface PendingMail extends Record<string, unknown> {
+/** A claimed notification: what its channel's sender needs, and what the timeline records. */
+export interface PendingNotification extends Record<string, unknown> {
   id: string;
   recipient: string;
   subject: string;
   body: string;
+  /** Counting the attempt just claimed: 1 for the first. */
   attempts: number;
   kind: NotificationKind;
   channel: Channel;
   incident_id: string | null;
+  connection_id: string | null;
+  anomaly_id: string | null;
+  audit_event: string | null;
+  webhook_id: string | null;
+  created_at: Date;
 }
+/** A claimed e-mail. */
+export type PendingMail = PendingNotification;
 
-const PENDING_COLUMNS = "id, recipient, subject, body, attempts, kind, channel, incident_id";
+const PENDING_COLUMNS =
+  "id, recipient, subject, body, attempts, kind, channel, incident_id, connection_id, anomaly_id, audit_event, webhook_id, created_at";
 
 /**
- * Claims up to `batch` e-mails due at `at`: counts the attempt and pushes the next one to
- * `claimUntil`, skipping rows another node is claiming (FOR UPDATE SKIP LOCKED).
+ * Claims up to `batch` notifications of `channel` due at `at`: counts the attempt and pushes the
+ * next one to `claimUntil`, skipping rows another node is claiming (FOR UPDATE SKIP LOCKED).
  */
-export async function claimDueMail(
+export async function claimDue(
   db: Queryable,
-  c: { batch: number; at: Date; claimUntil: Date },
-): Promise<PendingMail[]> {
-  // returned in the order they became due, so a failure e-mail goes before its recovery
-  const r = await db.query<PendingMail>(
+  c: { channel: Channel; batch: number; at: Date; claimUntil: Date },
+): Promise<PendingNotification[]> {
+  // returned in the order they became due, so a failure alert goes before its recovery
+  const r = await db.query<PendingNotification>(
     `WITH claimed AS (
        UPDATE notifications SET attempts = attempts + 1, next_attempt_at = $3
         WHERE id IN (SELECT id FROM notifications
-                      WHERE status = 'pending' AND channel = 'email' AND next_attempt_at <= $2
+                      WHERE status = 'pending' AND channel = $4 AND next_attempt_at <= $2
                       ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-        RETURNING ${PENDING_COLUMNS}, coalesce(due_at, created_at) AS due, created_at
+        RETURNING ${PENDING_COLUMNS}, coalesce(due_at, created_at) AS due
      )
      SELECT ${PENDING_COLUMNS} FROM claimed ORDER BY due, created_at, id`,
-    [c.batch, c.at.toISOString(), c.claimUntil.toISOString()],
+    [c.batch, c.at.toISOString(), c.claimUntil.toISOString(), c.channel],
   );
   return r.rows;
 }
+
+/** Claims due e-mails (see `claimDue`). */
+export const claimDueMail = (db: Queryable, c: { batch: number; at: Date; claimUntil: Date }) =>
+  claimDue(db, { ...c, channel: "email" });
 
 export async function markSent(db: Queryable, id: string, at: Date): Promise<void> {
   await db.query("UPDATE notifications SET status = 'sent', sent_at = $2, last_error = NULL WHERE id = $1", [
@@ -206,6 +253,16 @@ export async function noteUnsendable(db: Queryable, reason: string): Promise<Pen
     [reason],
   );
   return r.rows;
+}
+
+/** The connection names of claimed notifications (for a webhook's payload). */
+export async function connectionNames(db: Queryable, ids: string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const r = await db.query<{ id: string; service_name: string }>(
+    "SELECT id, service_name FROM connections WHERE id = ANY($1::text[])",
+    [ids],
+  );
+  return new Map(r.rows.map((row) => [row.id, row.service_name]));
 }
 
 // --- reading: the alert history ---
@@ -244,6 +301,7 @@ export interface AlertRecordRow extends Record<string, unknown> {
   anomaly_id: string | null;
   audit_event: string | null;
   organization_id: string | null;
+  webhook_id: string | null;
 }
 
 /**
@@ -275,7 +333,7 @@ export async function selectAlertPage(
   const r = await db.query<AlertRecordRow>(
     `SELECT n.id, n.kind, n.channel, n.recipient, n.subject, n.body, n.status, n.attempts, n.last_error,
             n.created_at, n.due_at, n.sent_at, n.connection_id, c.service_name AS connection_name,
-            n.incident_id, n.anomaly_id, n.audit_event, a.organization_id
+            n.incident_id, n.anomaly_id, n.audit_event, a.organization_id, n.webhook_id
        FROM notifications n ${ALERT_ACCOUNT}
       WHERE ${visible}
         AND ($1::text IS NULL OR n.connection_id = $1)
@@ -289,7 +347,7 @@ export async function selectAlertPage(
   return r.rows;
 }
 
-/** One alert as sent: the outbox rows of one e-mail to its recipients, grouped. */
+/** One alert as sent: the outbox rows of one alert to its recipients (e-mail addresses and webhooks), grouped. */
 export interface AlertRow extends Record<string, unknown> {
   id: string;
   kind: string;
@@ -311,9 +369,9 @@ export interface AlertRow extends Record<string, unknown> {
 /**
  * The newest `limit` alerts about the connections the actor may see (failures, recoveries,
  * audits of a connection, budget warnings, anomalies), newest first: what the MCP tool
- * get_alert_history reads. The outbox holds one row per recipient; an alert is those rows of one
- * e-mail (same connection, incident, kind, text and time), with its recipients and their delivery
- * states counted. Recipient addresses are not returned.
+ * get_alert_history reads. The outbox holds one row per recipient (an e-mail address or a
+ * webhook); an alert is those rows of one text (same connection, incident, kind, text and time),
+ * with its recipients and their delivery states counted. Recipients are not returned.
  */
 export async function selectAlertHistory(
   db: Queryable,

@@ -32,6 +32,7 @@ interface AlertRow {
   anomaly_id: string | null;
   audit_event: string | null;
   organization_id: string | null;
+  webhook_id: string | null;
 }
 
 for (const backend of ["pglite", "postgres"] as const) {
@@ -284,6 +285,10 @@ t.test("/v1/alerts: cursor pages, kind and connection_id filters, tenant isolati
     "alice: her personal connection's and org A's, never carol's",
   );
   t.notOk(whole.some((a) => a.recipient === "carol@c.example" || a.connection_id === w.conns.PC));
+  t.ok(
+    whole.every((a) => a.channel === "email" && a.webhook_id === null),
+    "without webhooks, e-mails only (test/webhooks: the webhook rows)",
+  );
 
   // filters
   const failures = await all(alice, "kind=failure", 1);

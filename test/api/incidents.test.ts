@@ -88,7 +88,7 @@ for (const backend of ["pglite", "postgres"] as const) {
       resolved_at: null,
       events: [
         { kind: "opened", at: minutes(0).toISOString(), detail: { failures: 3 } },
-        { kind: "notified", detail: { kind: "failure", channel: "email", recipients: 1 } },
+        { kind: "notified", detail: { kind: "failure", channels: ["email"], recipients: 1 } },
       ],
     });
 

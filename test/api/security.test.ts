@@ -16,6 +16,8 @@ import { routeKey, routeSamples, type SampleRequest, seedRouteWorld } from "../h
  *    a normal key on the heartbeat route: 403;
  *  - another tenant's connection (path id, or connection_id in the query or body): 403; an
  *    absent one: 404 (spec: Errors), in the route's error style;
+ *  - a path naming an account's own resource (a webhook): another account's and an absent one
+ *    are both 404, so its existence is not revealed;
  *  - X-RateLimit-Limit/Remaining/Reset on every answer to an authenticated key.
  */
 
@@ -124,7 +126,10 @@ t.test("security suite over the route table", async (t) => {
           refused("a read-only key", await send(w.keys.aliceReadOnly), 403);
       }
 
-      if (namesConnection(route)) {
+      if (sample.hidden) {
+        for (const req of sample.hidden(w))
+          refused(`another account's or an absent ${req.url}`, await send(req.key, req), 404);
+      } else if (namesConnection(route)) {
         t.ok(sample.naming, `${name} names a connection: its sample says how`);
         if (sample.naming) {
           const foreign = sample.naming(w, w.conns.PC);
@@ -171,6 +176,11 @@ const SPEC_PERMISSIONS: Record<string, string> = {
   "POST /v1/incidents/:id/acknowledge": "connections:write",
   "GET /v1/alerts": "analytics:read",
   "GET /v1/anomalies": "analytics:read",
+  // outbound webhooks (issue #14 point 5, docs/webhooks.md): managed like a connection; listed
+  // with connections:read (the list shows no URL and no secret)
+  "POST /v1/webhooks": "connections:write",
+  "GET /v1/webhooks": "connections:read",
+  "DELETE /v1/webhooks/:id": "connections:write",
   "POST /v1/gateway/ingest": "usage-ingestion",
   // not in the spec's tables: liveness and readiness probes for load balancers (README: Health)
   "GET /healthz": "public",

@@ -30,6 +30,12 @@ export interface RouteSample {
    * that take one: the security suite names another tenant's connection and an absent one.
    */
   naming?(w: RouteWorld, id: string): SampleRequest;
+  /**
+   * For a route whose path names an account's own resource rather than a connection (a
+   * webhook): requests naming another account's one and an absent one, each answered 404, so the
+   * security suite checks that the resource's existence is not revealed.
+   */
+  hidden?(w: RouteWorld): SampleRequest[];
 }
 
 export const routeKey = (r: Pick<Route, "method" | "path">) => `${r.method} ${r.path}`;
@@ -39,6 +45,8 @@ export type RouteWorld = Tenants & {
   throwaway: string;
   /** Incidents by connection: alice's PA (acknowledged, with a timeline) and carol's PC (open). */
   incidents: Record<string, string>;
+  /** Webhooks: alice's personal one (the DELETE sample removes it) and carol's. */
+  webhooks: { alice: string; carol: string };
 };
 
 const minutesAgo = (now: Date, m: number) => new Date(now.getTime() - m * 60_000);
@@ -148,10 +156,20 @@ export async function seedRouteWorld(ta: TestApp): Promise<RouteWorld> {
     service_name: "to delete",
   });
   if (made.statusCode !== 201) throw new Error(`seeding failed: ${made.statusCode} ${made.body}`);
+  const webhook = async (key: string, url: string) => {
+    const res = await call(app, key, "POST", "/v1/webhooks", { url });
+    if (res.statusCode !== 201) throw new Error(`seeding a webhook failed: ${res.statusCode} ${res.body}`);
+    return (res.json() as { id: string }).id;
+  };
+  const webhooks = {
+    alice: await webhook(w.keys.alicePersonal, "https://hooks.example.com/services/alice-1"),
+    carol: await webhook(w.keys.carolPersonal, "https://hooks.example.com/services/carol-1"),
+  };
   return {
     ...w,
     throwaway: (made.json() as { connection: { id: string } }).connection.id,
     incidents: { [PA]: incident, [w.conns.PC]: foreignIncident },
+    webhooks,
   };
 }
 
@@ -364,6 +382,35 @@ export const routeSamples: Record<string, RouteSample> = {
     naming: (w, id) => ({ url: q("/v1/alerts", { connection_id: id }), key: w.keys.alicePersonal }),
   },
   "GET /v1/anomalies": readSample("/v1/anomalies"),
+
+  // webhooks (docs/webhooks.md): the key's account's own; another account's is not found
+  "POST /v1/webhooks": {
+    ok: (w) => [
+      {
+        url: "/v1/webhooks",
+        key: w.keys.alicePersonal,
+        body: { url: "https://hooks.example.com/services/alice-2" },
+      },
+      {
+        url: "/v1/webhooks",
+        key: w.keys.aliceOrgA,
+        body: { url: "https://hooks.example.com/services/org-a" },
+      },
+    ],
+  },
+  "GET /v1/webhooks": {
+    ok: (w) => [
+      { url: "/v1/webhooks", key: w.keys.alicePersonal, rows: "webhooks" },
+      { url: "/v1/webhooks", key: w.keys.carolPersonal, rows: "webhooks" },
+    ],
+  },
+  "DELETE /v1/webhooks/:id": {
+    ok: (w) => [{ url: `/v1/webhooks/${w.webhooks.alice}`, key: w.keys.alicePersonal }],
+    hidden: (w) => [
+      { url: `/v1/webhooks/${w.webhooks.carol}`, key: w.keys.alicePersonal },
+      { url: "/v1/webhooks/00000000-0000-4000-8000-000000000000", key: w.keys.alicePersonal },
+    ],
+  },
 };
 
 /** The value at a dot-separated path of a JSON body. */

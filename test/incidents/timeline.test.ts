@@ -157,8 +157,9 @@ for (const backend of ["pglite", "postgres"] as const) {
       t.match(opened?.detail, { failures: 3, reason: "timeout", error: "connect ETIMEDOUT" });
       t.match(notified?.detail, {
         kind: "failure",
-        channel: "email",
+        channels: ["email"],
         recipients: 1,
+        webhooks: 0,
         notification_ids: [String],
       });
       t.notOk("deferred_until" in (notified?.detail ?? {}), "the first failure e-mail is not deferred");

@@ -2,12 +2,16 @@ import { z } from "zod";
 import { NOTIFICATION_KINDS } from "../../notifications/alerts.js";
 import { cursorPage, oneOf, timestamp } from "./common.js";
 
-/** One notification of the alert history: one alert to one recipient. */
+/** One notification of the alert history: one alert to one recipient (an e-mail address or a webhook). */
 export const alert = z.object({
   id: z.string(),
   kind: oneOf(NOTIFICATION_KINDS),
   channel: oneOf(["email", "webhook"]),
-  recipient: z.string().describe("the e-mail address it goes to"),
+  recipient: z
+    .string()
+    .describe(
+      "the e-mail address it goes to; for a webhook its URL's origin (e.g. https://hooks.slack.com), as the whole URL may hold a token",
+    ),
   subject: z.string(),
   body: z.string(),
   status: oneOf(["pending", "sent", "failed", "suppressed"]).describe(
@@ -40,6 +44,12 @@ export const alert = z.object({
     .string()
     .nullable()
     .describe("the organization it belongs to; null for a personal account's"),
+  webhook_id: z
+    .string()
+    .nullable()
+    .describe(
+      "channel webhook: the webhook it goes to (GET /v1/webhooks); null for an e-mail and once the webhook was deleted",
+    ),
 });
 
 export const alertPage = cursorPage(alert);

@@ -7,6 +7,7 @@ import { incidentRoutes } from "./incidents.js";
 import { ingestRoutes } from "./ingest.js";
 import { readRoutes } from "./read.js";
 import { usageRoutes } from "./usage.js";
+import { webhookRoutes } from "./webhooks.js";
 
 /**
  * The route table: every endpoint of the REST API, one declaration each (one file per resource).
@@ -27,4 +28,5 @@ export const routes: readonly Route[] = [
   ...readRoutes,
   ...incidentRoutes,
   ...alertRoutes,
+  ...webhookRoutes,
 ];
