@@ -15,8 +15,8 @@ import { availabilitySamples, executions, gatewayHeartbeats, usageEntries } from
  * - `token_spend`: US dollars of the hour, heartbeat `cost_usd` plus usage-entry cents / 100
  *   (the unit `PUT /v1/usage` totals in).
  *
- * The p95 is nearest-rank: exact on SQL (`percentile_disc`), within 0.001% on QuestDB
- * (`approx_percentile` with 5 significant digits), so both backends judge alike.
+ * The p95 is the exact nearest-rank value on both backends (`percentile_disc` on SQL, window
+ * functions on QuestDB), so both judge alike.
  */
 export const ANOMALY_METRICS = [
   "response_time",
@@ -65,60 +65,55 @@ export const MAD_TO_SIGMA = 1.4826;
 export const HOUR_MS = 3_600_000;
 
 const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
-/**
- * A percentile to 4 significant digits: QuestDB's approx_percentile is within 0.001% of the
- * exact nearest-rank value SQL gives, so rounding makes both backends report the same number.
- */
-const p4 = (v: unknown) => Number(num(v).toPrecision(4));
 
 /** Every metric's value per connection in one hour. */
 export type HourValues = Map<AnomalyMetric, Map<string, HourValue>>;
 
 /**
  * Every connection's value of every metric in the hour starting at `start`, from the series
- * store: one aggregate per table (four statements), grouped by connection.
+ * store: one aggregate per table, grouped by connection, one after another (so a run never holds
+ * more than one of the store's connections, however many hours it reads).
  */
 export async function hourValues(series: SeriesStore, start: Date): Promise<HourValues> {
-  const range = { bucket: "hour" as const, since: start, until: new Date(start.getTime() + HOUR_MS) };
-  const [checks, runs, beats, entries] = await Promise.all([
-    series.aggregate(availabilitySamples, {
-      ...range,
-      where: [{ column: "synthetic", op: "eq", value: false }],
-      groupBy: ["connection_id", "available"],
-      measures: {
-        n: { fn: "count" },
-        p95: { fn: "percentile", column: "response_time_ms", p: 0.95 },
-        timed: { fn: "count", column: "response_time_ms" },
-      },
-    }),
-    series.aggregate(executions, {
-      ...range,
-      where: [{ column: "status", op: "in", value: ["success", "error"] }],
-      groupBy: ["connection_id", "status"],
-      measures: { n: { fn: "count" } },
-    }),
-    series.aggregate(gatewayHeartbeats, {
-      ...range,
-      groupBy: ["connection_id"],
-      measures: {
-        n: { fn: "count" },
-        usd: { fn: "sum", column: "cost_usd" },
-        input: { fn: "sum", column: "input_tokens" },
-        output: { fn: "sum", column: "output_tokens" },
-        p95: { fn: "percentile", column: "latency_ms", p: 0.95 },
-        timed: { fn: "count", column: "latency_ms" },
-      },
-    }),
-    series.aggregate(usageEntries, {
-      ...range,
-      groupBy: ["connection_id", "usage_entity"],
-      measures: {
-        n: { fn: "count" },
-        cents: { fn: "sum", column: "cost_cents" },
-        amount: { fn: "sum", column: "usage_amount" },
-      },
-    }),
-  ]);
+  // the range is the hour: one row per group over it (percentiles need `all` on QuestDB)
+  const range = { bucket: "all" as const, since: start, until: new Date(start.getTime() + HOUR_MS) };
+  const checks = await series.aggregate(availabilitySamples, {
+    ...range,
+    where: [{ column: "synthetic", op: "eq", value: false }],
+    groupBy: ["connection_id", "available"],
+    measures: {
+      n: { fn: "count" },
+      p95: { fn: "percentile", column: "response_time_ms", p: 0.95 },
+      timed: { fn: "count", column: "response_time_ms" },
+    },
+  });
+  const runs = await series.aggregate(executions, {
+    ...range,
+    where: [{ column: "status", op: "in", value: ["success", "error"] }],
+    groupBy: ["connection_id", "status"],
+    measures: { n: { fn: "count" } },
+  });
+  const beats = await series.aggregate(gatewayHeartbeats, {
+    ...range,
+    groupBy: ["connection_id"],
+    measures: {
+      n: { fn: "count" },
+      usd: { fn: "sum", column: "cost_usd" },
+      input: { fn: "sum", column: "input_tokens" },
+      output: { fn: "sum", column: "output_tokens" },
+      p95: { fn: "percentile", column: "latency_ms", p: 0.95 },
+      timed: { fn: "count", column: "latency_ms" },
+    },
+  });
+  const entries = await series.aggregate(usageEntries, {
+    ...range,
+    groupBy: ["connection_id", "usage_entity"],
+    measures: {
+      n: { fn: "count" },
+      cents: { fn: "sum", column: "cost_cents" },
+      amount: { fn: "sum", column: "usage_amount" },
+    },
+  });
 
   const out: HourValues = new Map(ANOMALY_METRICS.map((m) => [m, new Map<string, HourValue>()]));
   const put = (metric: AnomalyMetric, id: string, value: number, samples: number) =>
@@ -137,7 +132,7 @@ export async function hourValues(series: SeriesStore, start: Date): Promise<Hour
     c.all += num(r.n);
     if (truthy(r.available)) {
       c.ok += num(r.n);
-      if (r.p95 !== null && num(r.timed) > 0) put("response_time", id, p4(r.p95), num(r.timed));
+      if (r.p95 !== null && num(r.timed) > 0) put("response_time", id, num(r.p95), num(r.timed));
     }
     counts.set(id, c);
   }
@@ -151,13 +146,12 @@ export async function hourValues(series: SeriesStore, start: Date): Promise<Hour
     if (r.status === "error") c.error += num(r.n);
     outcomes.set(id, c);
   }
-  for (const [id, c] of outcomes)
-    if (c.all > 0) put("execution_failure_rate", id, c.error / c.all, c.all);
+  for (const [id, c] of outcomes) if (c.all > 0) put("execution_failure_rate", id, c.error / c.all, c.all);
 
   for (const r of beats) {
     const id = String(r.connection_id);
     const n = num(r.n);
-    if (r.p95 !== null && num(r.timed) > 0) put("gateway_latency", id, p4(r.p95), num(r.timed));
+    if (r.p95 !== null && num(r.timed) > 0) put("gateway_latency", id, num(r.p95), num(r.timed));
     add("token_volume", id, num(r.input) + num(r.output), n);
     add("token_spend", id, num(r.usd), n);
   }

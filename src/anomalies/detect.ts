@@ -22,7 +22,9 @@ import {
   setAnomalyIncident,
   unresolvedAnomalyIncident,
   upsertDetectorState,
+  upsertDetectorStates,
 } from "./repository.js";
+import pLimit from "p-limit";
 
 /**
  * The anomaly detector (README: Anomaly detection), one run at `ctx.now()`.
@@ -84,11 +86,14 @@ export async function detectAnomalies(ctx: AppContext): Promise<DetectorRun> {
 
   // per metric: the window and the 7 baseline hours, each one aggregate over all connections
   const hours = [start, ...[1, 2, 3, 4, 5, 6, 7].map((d) => new Date(start.getTime() - d * 24 * HOUR_MS))];
-  const perHour = await Promise.all(hours.map((h) => hourValues(ctx.stores.series, h)));
+  // two hours at a time, each one statement at a time: a run holds at most two store connections
+  const limit = pLimit(2);
+  const perHour = await Promise.all(hours.map((h) => limit(() => hourValues(ctx.stores.series, h))));
   const values = new Map<AnomalyMetric, Map<string, HourValue>[]>(
     ANOMALY_METRICS.map((m) => [m, perHour.map((h) => h.get(m) ?? new Map<string, HourValue>())]),
   );
 
+  const quiet: DetectorState[] = [];
   for (const c of await selectDetectorConnections(db)) {
     const verdicts: Verdict[] = [];
     for (const metric of ANOMALY_METRICS) {
@@ -108,14 +113,63 @@ export async function detectAnomalies(ctx: AppContext): Promise<DetectorRun> {
     }
     if (verdicts.length === 0) continue;
     run.judged += verdicts.length;
+    // Most connections only move their streaks: their states are written together at the end.
+    // One that opens or resolves an anomaly gets a transaction of its own (anomaly, incident,
+    // states together).
+    if (!verdicts.some((v) => changes(states.get(`${c.id}/${v.metric}`), v, windows))) {
+      for (const v of verdicts) {
+        const s = nextState(states.get(`${c.id}/${v.metric}`), c.id, v, start);
+        states.set(`${c.id}/${v.metric}`, s);
+        quiet.push(s);
+      }
+      continue;
+    }
     const changed = await db.transaction((tx) =>
       applyVerdicts(ctx, tx, c, verdicts, states, { start, end, at, windows }),
     );
     run.opened += changed.opened;
     run.resolved += changed.resolved;
   }
+  await upsertDetectorStates(db, quiet);
   if (run.opened || run.resolved) ctx.log.info({ job: "anomaly-detector", ...run }, "anomalies detected");
   return run;
+}
+
+/** Whether a verdict opens an anomaly (the streak reaches `windows`) or resolves one. */
+function changes(prev: DetectorState | undefined, v: Verdict, windows: number): boolean {
+  if (v.j?.outside && v.observed !== null)
+    return !prev?.anomaly_id && (prev?.over_streak ?? 0) + 1 >= windows;
+  return !!prev?.anomaly_id && prev.under_streak + 1 >= windows;
+}
+
+/** The state after a verdict that neither opens nor resolves an anomaly. */
+function nextState(
+  prev: DetectorState | undefined,
+  connectionId: string,
+  v: Verdict,
+  start: Date,
+): DetectorState {
+  const s: DetectorState = prev
+    ? { ...prev, last_window: start }
+    : {
+        connection_id: connectionId,
+        metric: v.metric,
+        last_window: start,
+        over_streak: 0,
+        under_streak: 0,
+        streak_started_at: null,
+        anomaly_id: null,
+      };
+  if (v.j?.outside && v.observed !== null) {
+    s.over_streak++;
+    s.under_streak = 0;
+    if (s.over_streak === 1) s.streak_started_at = start;
+  } else {
+    s.over_streak = 0;
+    s.streak_started_at = null;
+    if (s.anomaly_id) s.under_streak++;
+  }
+  return s;
 }
 
 async function applyVerdicts(

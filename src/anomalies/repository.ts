@@ -123,6 +123,32 @@ export async function upsertDetectorState(db: Queryable, s: DetectorState): Prom
   );
 }
 
+/** Many connections' states in one statement (the detector's runs where nothing opens or resolves). */
+export async function upsertDetectorStates(db: Queryable, states: readonly DetectorState[]): Promise<void> {
+  for (let i = 0; i < states.length; i += 1000) {
+    const batch = states.slice(i, i + 1000);
+    await db.query(
+      `INSERT INTO anomaly_detector_state
+         (connection_id, metric, last_window, over_streak, under_streak, streak_started_at, anomaly_id)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::int[], $5::int[],
+                            $6::timestamptz[], $7::text[])
+       ON CONFLICT (connection_id, metric) DO UPDATE SET
+         last_window = EXCLUDED.last_window, over_streak = EXCLUDED.over_streak,
+         under_streak = EXCLUDED.under_streak, streak_started_at = EXCLUDED.streak_started_at,
+         anomaly_id = EXCLUDED.anomaly_id`,
+      [
+        batch.map((s) => s.connection_id),
+        batch.map((s) => s.metric),
+        batch.map((s) => s.last_window.toISOString()),
+        batch.map((s) => s.over_streak),
+        batch.map((s) => s.under_streak),
+        batch.map((s) => s.streak_started_at?.toISOString() ?? null),
+        batch.map((s) => s.anomaly_id),
+      ],
+    );
+  }
+}
+
 /** A new open anomaly, as the detector opens it. */
 export interface NewAnomaly {
   connectionId: string;

@@ -90,8 +90,9 @@ export function measureSql(table: TableDef, alias: string, m: Measure, dialect: 
       const def = checkColumn(table, m.column);
       if (def.type !== "double" && def.type !== "long") throw new Error(`${m.column} is not numeric`);
       if (!(m.p > 0 && m.p < 1)) throw new Error(`percentile ${m.p} is not between 0 and 1`);
+      // QuestDB: the store ranks values with window functions instead (questdb.ts withPercentiles)
       return dialect === "questdb"
-        ? `approx_percentile(${m.column}::double, ${m.p}, 5) AS ${alias}`
+        ? `NULL AS ${alias}`
         : `percentile_disc(${m.p}) WITHIN GROUP (ORDER BY ${m.column}) AS ${alias}`;
     }
     default: {

@@ -48,8 +48,9 @@ export type Measure =
   /** Number of rows where a boolean column is true. */
   | { fn: "countTrue"; column: string }
   /**
-   * The `p`-th percentile (0 < p < 1) of a non-negative numeric column, nearest rank: exact on
-   * SQL (`percentile_disc`), within 0.001% on QuestDB (`approx_percentile`, 5 significant digits).
+   * The `p`-th percentile (0 < p < 1) of a numeric column's non-null values, nearest rank (the
+   * value at rank ceil(p · n)), exact on both backends: `percentile_disc` on SQL, window functions
+   * on QuestDB, which computes it only over the whole range (`bucket: "all"`).
    */
   | { fn: "percentile"; column: string; p: number };
 
