@@ -1,5 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type pino from "pino";
+import fastifyCompress from "@fastify/compress";
+import fastifyCors from "@fastify/cors";
+import FindMyWay, { type HTTPMethod } from "find-my-way";
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from "fastify";
 import {
   ApiError,
@@ -10,6 +13,7 @@ import {
   unavailable,
 } from "./http/errors.js";
 import { registerAuth } from "./http/auth.js";
+import { registerInputRules } from "./http/edge.js";
 import { LazyChildLogger } from "./lib/logger.js";
 import { registerDocs } from "./http/docs.js";
 import { openApiDocument } from "./http/openapi.js";
@@ -40,6 +44,7 @@ export interface AppOptions {
 }
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
+const METHODS: HTTPMethod[] = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
 
 /** Maps any thrown value to the ApiError the client sees. Internal messages never leave for a 5xx. */
 export function toApiError(err: unknown, bodyLimit?: number): ApiError {
@@ -105,6 +110,28 @@ export async function buildApp(ctx: AppContext, opts: AppOptions = {}): Promise<
   app.addHook("onRequest", async (req, reply) => {
     reply.header("x-request-id", req.id);
   });
+  // JSON depth, prototype keys and unstorable text, checked once for every route
+  registerInputRules(app);
+  // Browser callers from CORS_ORIGINS only (off by default). Bearer keys, never cookies, so a
+  // page elsewhere cannot ride a signed-in session.
+  if (ctx.config.corsOrigins)
+    await app.register(fastifyCors, {
+      origin: ctx.config.corsOrigins === "*" ? "*" : ctx.config.corsOrigins,
+      credentials: false,
+      methods: ["GET", "HEAD", "POST", "PUT", "DELETE"],
+      allowedHeaders: ["Authorization", "Content-Type", "X-Request-Id", "Mcp-Protocol-Version"],
+      exposedHeaders: [
+        "X-Request-Id",
+        "Retry-After",
+        "X-RateLimit-Limit",
+        "X-RateLimit-Remaining",
+        "X-RateLimit-Reset",
+        "WWW-Authenticate",
+      ],
+      maxAge: 600,
+    });
+  // gzip or deflate for answers over 1 KiB when the client accepts it (pages of rows compress ~10x)
+  await app.register(fastifyCompress, { threshold: 1024, encodings: ["gzip", "deflate"] });
 
   app.setErrorHandler((err, req, reply) => {
     const apiErr = toApiError(err, req.routeOptions.bodyLimit);
@@ -118,8 +145,27 @@ export async function buildApp(ctx: AppContext, opts: AppOptions = {}): Promise<
     return reply.code(apiErr.statusCode).send(renderError(style, apiErr));
   });
 
+  // Every route's path and methods, so a known path asked with another method is a 405 naming
+  // the methods it has (RFC 9110 §15.5.6), not a 404.
+  const known = FindMyWay({ ignoreTrailingSlash: false });
+  app.addHook("onRoute", (r) => {
+    if (r.url.includes("*")) return; // catch-alls (CORS preflight) say nothing about a path
+    for (const m of Array.isArray(r.method) ? r.method : [r.method])
+      if (!known.hasRoute(m as HTTPMethod, r.url)) known.on(m as HTTPMethod, r.url, () => {});
+  });
   app.setNotFoundHandler((req, reply) => {
-    const err = new ApiError(404, "NOT_FOUND", `No route ${req.method} ${req.url.split("?")[0]}.`);
+    const path = req.url.split("?")[0] ?? "/";
+    const allow = METHODS.filter((m) => known.find(m, path) !== null);
+    if (allow.length > 0) {
+      const err = new ApiError(
+        405,
+        "METHOD_NOT_ALLOWED",
+        `${req.method} is not allowed on ${path}; use ${allow.join(", ")}.`,
+        { allow },
+      );
+      return reply.code(405).header("Allow", allow.join(", ")).send(renderError("envelope", err));
+    }
+    const err = new ApiError(404, "NOT_FOUND", `No route ${req.method} ${path}.`);
     return reply.code(404).send(renderError("envelope", err));
   });
 

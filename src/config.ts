@@ -84,6 +84,7 @@ export const envSchema = z.object({
   PROBE_LEASE_SECONDS: intVar(1, 3600, 30),
   PROBE_CONCURRENCY: intVar(1, 10_000, 200),
   PROBE_TIMEOUT_MS: intVar(100, 120_000, 10_000),
+  PROBE_DENY_PRIVATE: boolVar(false),
   INGEST_MAX_BACKLOG_ROWS: intVar(100, 10_000_000, 50_000),
   ALERT_FAILURE_MAIL_INTERVAL_SECONDS: intVar(0, 86_400, 900),
   ANOMALY_INTERVAL_SECONDS: intVar(10, 3600, 300),
@@ -165,6 +166,15 @@ export interface Config {
    */
   webhooks: { allowHttpLoopback: boolean };
   /**
+   * Outbound safety (src/lib/outbound.ts), PROBE_DENY_PRIVATE: when `denyPrivate`, probes, platform
+   * syncs and webhooks refuse every non-public address (loopback, private, carrier-grade NAT,
+   * link-local, metadata, unspecified, multicast, reserved), checked at connect time against every
+   * DNS answer, and a workflow_a `base_url` in those ranges is a 400 at create/update. Off (the
+   * default, for self-hosted use): probes go anywhere; webhooks still never go to link-local or
+   * metadata addresses.
+   */
+  outbound: { denyPrivate: boolean };
+  /**
    * Origins a browser may call the API from (CORS): `*`, a list, or null (CORS off, the default:
    * browsers then refuse cross-origin calls).
    */
@@ -237,6 +247,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       minBaselineHours: e.ANOMALY_MIN_BASELINE_HOURS,
     },
     webhooks: { allowHttpLoopback: e.WEBHOOK_ALLOW_HTTP_LOOPBACK },
+    outbound: { denyPrivate: e.PROBE_DENY_PRIVATE },
     corsOrigins: e.CORS_ORIGINS
       ? e.CORS_ORIGINS.trim() === "*"
         ? "*"

@@ -1,5 +1,6 @@
 import type { Actor } from "../core/actor.js";
 import type { AppContext } from "../core/context.js";
+import type { Page, PageRequest, Window } from "../core/page.js";
 import { dayStart } from "../retention/rollups.js";
 import { availabilityByDay, type AvailabilityTotals, availabilityTotals } from "./totals.js";
 import { availabilitySamples } from "../stores/series/tables.js";
@@ -29,24 +30,33 @@ export interface AvailabilitySummaryRow {
  * from raw samples. `week` and `month` are the last 7 and 30 UTC days, today included so far:
  * days already rolled up from the daily rollup (kept 425 days, so the summary outlives raw
  * samples), the rest from raw samples.
+ *
+ * `since` and `until` narrow the window (never widen it): exactly for `day`; for `week` and
+ * `month` at whole UTC days (each taken from the start of its day), as the rollup counts days.
+ * Rows page by connection id: `limit` at a time, `after` the last connection of the previous page.
  */
 export async function availabilitySummary(
   ctx: AppContext,
   actor: Actor,
-  q: { connectionId?: string; window: SummaryWindow },
-): Promise<AvailabilitySummaryRow[]> {
+  q: PageRequest & Window & { connectionId?: string; window: SummaryWindow },
+): Promise<Page<AvailabilitySummaryRow>> {
   const scope = await connectionScope(ctx, actor, q.connectionId);
-  if (!scope) return [];
-  const until = ctx.now();
+  if (!scope) return { rows: [], next: null };
+  const now = ctx.now();
   let since: Date;
+  let until: Date;
   let parts: AvailabilityTotals[];
   if (q.window === "day") {
     // raw samples: every plan keeps at least 7 days, so no retention horizon applies
-    since = new Date(until.getTime() - DAY_MS);
-    parts = await availabilityTotals(ctx, availabilitySamples, scope, since, until, "all");
+    since = new Date(Math.max(now.getTime() - DAY_MS, q.since?.getTime() ?? 0));
+    until = new Date(Math.min(now.getTime(), q.until?.getTime() ?? now.getTime()));
+    parts =
+      since < until ? await availabilityTotals(ctx, availabilitySamples, scope, since, until, "all") : [];
   } else {
-    since = new Date(dayStart(until).getTime() - (q.window === "week" ? 6 : 29) * DAY_MS);
-    parts = await availabilityByDay(ctx, scope, since, until, "all");
+    const start = dayStart(now).getTime() - (q.window === "week" ? 6 : 29) * DAY_MS;
+    since = new Date(Math.max(start, q.since ? dayStart(q.since).getTime() : 0));
+    until = new Date(Math.min(now.getTime(), q.until ? dayStart(q.until).getTime() : now.getTime()));
+    parts = since < until ? await availabilityByDay(ctx, scope, since, until, "all") : [];
   }
   const totals = new Map<string, { checks: number; up: number; rs: number; rn: number }>();
   for (const r of parts) {
@@ -57,17 +67,21 @@ export async function availabilitySummary(
     e.rn += r.response_ms_count;
     totals.set(r.connection_id, e);
   }
-  return [...totals]
-    .filter(([, e]) => e.checks > 0)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([connection_id, e]) => ({
-      connection_id,
-      window: q.window,
-      since: since.toISOString(),
-      until: until.toISOString(),
-      checks: e.checks,
-      available_checks: e.up,
-      uptime_percent: Math.round((e.up / e.checks) * 100_000) / 1000,
-      avg_response_time_ms: e.rn ? Math.round((e.rs / e.rn) * 10) / 10 : null,
-    }));
+  const after = q.after?.key[0];
+  const ordered = [...totals]
+    .filter(([id, e]) => e.checks > 0 && (after === undefined || id > after))
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const page = ordered.slice(0, q.limit);
+  const last = page[page.length - 1];
+  const rows = page.map(([connection_id, e]) => ({
+    connection_id,
+    window: q.window,
+    since: since.toISOString(),
+    until: until.toISOString(),
+    checks: e.checks,
+    available_checks: e.up,
+    uptime_percent: Math.round((e.up / e.checks) * 100_000) / 1000,
+    avg_response_time_ms: e.rn ? Math.round((e.rs / e.rn) * 10) / 10 : null,
+  }));
+  return { rows, next: ordered.length > page.length && last ? { ts: new Date(0), key: [last[0]] } : null };
 }

@@ -1,6 +1,9 @@
 import { z } from "zod";
 import { invalidInput } from "../core/errors.js";
 
+/** The smallest monthly budget accepted, in US dollars: one cent (budgets are kept in whole cents). */
+export const MIN_BUDGET_USD = 0.01;
+
 /** The largest monthly budget accepted, in US dollars; more is almost surely a unit mistake (cents). */
 export const MAX_BUDGET_USD = 10_000_000;
 
@@ -11,11 +14,11 @@ const SEND_USD = `send US dollars as a number in ${FIELD}, e.g. {"${FIELD}": 250
 export const budgetBody = z.strictObject({
   monthly_budget_usd: z
     .number()
-    .positive()
+    .min(MIN_BUDGET_USD)
     .max(MAX_BUDGET_USD)
     .nullable()
     .describe(
-      `monthly budget in US dollars (whole cents, more than 0, at most ${MAX_BUDGET_USD}); null removes it`,
+      `monthly budget in US dollars (whole cents, at least ${MIN_BUDGET_USD}, at most ${MAX_BUDGET_USD}); null removes it`,
     ),
 });
 
@@ -54,6 +57,12 @@ export function validateBudgetBody(raw: unknown): BudgetBody {
       field,
       `must be at most ${MAX_BUDGET_USD} (US dollars); an amount in cents must be divided by 100`,
       { field, max: MAX_BUDGET_USD },
+    );
+  // an amount that rounds to 0 cents (1e-200) passes the check of decimals below: refuse it first
+  if (v < MIN_BUDGET_USD)
+    throw invalidInput(
+      field,
+      `must be at least ${MIN_BUDGET_USD} (one cent); send null to remove the budget`,
     );
   if (Math.abs(v * 100 - toCents(v)) > 1e-6)
     throw invalidInput(field, "must be whole cents (at most 2 decimal places) of US dollars");

@@ -6,6 +6,7 @@ import type { Plan } from "../identity/plans.js";
 import { accountPlan } from "../identity/repository.js";
 import { asManager, mayPlaceIn } from "../identity/visibility.js";
 import { CHECK_INTERVAL_SECONDS } from "../identity/plans.js";
+import { checkTarget, probePolicy } from "../lib/outbound.js";
 import type { Queryable } from "../stores/relational/types.js";
 import { invalid, placementDenied } from "./errors.js";
 import { insertConnection } from "./repository.js";
@@ -65,6 +66,21 @@ export async function checkMonitoringFields(
   }
 }
 
+/**
+ * PROBE_DENY_PRIVATE=true: a `base_url` that Vigil probes (workflow_a) whose host is, or now
+ * resolves into, a non-public range is a 400 naming it. A name that does not resolve yet passes
+ * here; every probe connection is checked again when it is made (src/lib/outbound.ts).
+ */
+export async function checkProbeTarget(
+  ctx: AppContext,
+  kind: CreateConnectionBody["service_type"],
+  baseUrl: string | undefined,
+): Promise<void> {
+  if (!ctx.config.outbound.denyPrivate || kind !== "workflow_a" || !baseUrl) return;
+  const refused = await checkTarget(baseUrl, probePolicy(true));
+  if (refused) throw invalid("base_url", refused);
+}
+
 /** The plan that governs a connection: its organization's, or its owner's. */
 export async function planOf(db: Queryable, userId: string, organizationId: string | null): Promise<Plan> {
   return (await accountPlan(db, { userId, organizationId })) ?? "free";
@@ -86,6 +102,7 @@ export async function createConnection(ctx: AppContext, actor: Actor, body: Crea
   const denied = await mayPlaceIn(db, p, organizationId);
   if (denied) throw placementDenied(denied);
   await checkMonitoringFields(db, p, body.service_type, organizationId, body);
+  await checkProbeTarget(ctx, body.service_type, body.base_url);
 
   const id = randomUUID();
   return db.transaction(async (tx) => {

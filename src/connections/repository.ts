@@ -166,6 +166,8 @@ export type ConnectionChanges = Partial<{
   /** JSON text, or null. */
   configuration: string | null;
   organization_id: string | null;
+  /** The owner: changes only when an organization's connection becomes someone's personal one. */
+  user_id: string;
   check_interval_seconds: number | null;
   failure_threshold: number | null;
   heartbeat_interval_seconds: number | null;
@@ -187,6 +189,7 @@ const CHANGEABLE: readonly (keyof ConnectionChanges)[] = [
   "team_id",
   "configuration",
   "organization_id",
+  "user_id",
 ];
 
 /**

@@ -13,7 +13,7 @@ const enumOf = <T extends readonly [string, ...string[]]>(values: T) =>
 
 export const serviceType = enumOf(SERVICE_TYPES);
 export const connectionStatus = enumOf(CONNECTION_STATUSES);
-export const id = z.uuid({ error: "must be a connection or organization id (a UUID)" });
+export const id = z.uuid({ error: "must be a connection or organization id (a UUID)" }).toLowerCase();
 
 const httpUrl = z
   .string()

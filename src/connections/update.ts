@@ -1,8 +1,13 @@
 import type { AppContext } from "../core/context.js";
 import type { Actor } from "../core/actor.js";
-import { asManager, mayPlaceIn } from "../identity/visibility.js";
+import { asManager, mayPlaceIn, roleIn } from "../identity/visibility.js";
 import { requireAccess } from "./access.js";
-import { checkAllowedFields, checkMonitoringFields, requestedOrganization } from "./create.js";
+import {
+  checkAllowedFields,
+  checkMonitoringFields,
+  checkProbeTarget,
+  requestedOrganization,
+} from "./create.js";
 import { connectionNotFound, invalid, placementDenied } from "./errors.js";
 import { type ConnectionChanges, getConnectionRow, toConnection, updateConnectionRow } from "./repository.js";
 import { recordStatus } from "./status.js";
@@ -54,11 +59,23 @@ export async function updateConnection(
   if (body.organization_id !== undefined) {
     const target = targetOrg;
     if (target !== current.organization_id) {
+      // taking a connection out of an organization removes it from every member's view, as a
+      // delete does: the same rule, admin or owner there (README: Connections API, Roles)
+      if (current.organization_id) {
+        const role = await roleIn(db, p.userId, current.organization_id);
+        if (role !== "admin" && role !== "owner")
+          throw placementDenied(
+            `Moving a connection out of its organization needs the admin or owner role there; this key's user is ${role ? `a ${role}` : "not a member"}`,
+          );
+      }
       const denied = await mayPlaceIn(db, p, target);
       if (denied) throw placementDenied(denied);
       changes.organization_id = target;
+      // made personal: it becomes the personal connection of whoever moved it
+      if (target === null) changes.user_id = p.userId;
     }
   }
+  await checkProbeTarget(ctx, kind, body.base_url);
   const reconfirm = ["base_url", "api_key", "api_token", "region"].some(
     (f) => body[f as keyof UpdateConnectionBody] !== undefined,
   );

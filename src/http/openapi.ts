@@ -43,8 +43,13 @@ function errorResponses(r: Route, errorBody: unknown, envelope: unknown) {
   const out: Record<string, { description: string; content: ReturnType<typeof json> }> = {};
   const add = (status: number, description: string, body = errorBody) =>
     (out[status] = { description, content: json(body) });
-  if (r.params || r.query || r.body)
-    add(400, "A field or parameter is invalid; the message names it (an invalid cursor: INVALID_CURSOR)");
+  // every route: the input rules of the edge (edge.ts) meet every request, parameters or not
+  add(
+    400,
+    r.params || r.query || r.body
+      ? "A field or parameter is invalid; the message names it (an invalid cursor: INVALID_CURSOR)"
+      : "The request breaks an input rule every route keeps (text that cannot be stored, a malformed URL or body); the message names it",
+  );
   if (r.auth !== "public") {
     // authentication and rate-limit failures always use the envelope, whatever the route's style
     add(401, "Missing, unknown or revoked API key (INVALID_API_KEY)", envelope);
@@ -56,7 +61,8 @@ function errorResponses(r: Route, errorBody: unknown, envelope: unknown) {
     );
   }
   if (namesConnection(r)) add(404, "The connection does not exist");
-  if (r.body) add(413, "The body is larger than the route accepts (PAYLOAD_TOO_LARGE)");
+  // a body is read for every method but GET, whether the route takes one or not
+  if (r.body || r.method !== "GET") add(413, "The body is larger than the route accepts (PAYLOAD_TOO_LARGE)");
   if (r.auth !== "public") add(429, "Rate limit exceeded; see Retry-After and X-RateLimit-Reset", envelope);
   if (r.auth !== "public")
     add(

@@ -1,10 +1,8 @@
 import { z } from "zod";
+import { isoTimestamp } from "../core/limits.js";
 
 /** The read API's common parameters (spec: Limits). */
-const isoTime = z.iso.datetime({
-  offset: true,
-  error: "must be an ISO 8601 timestamp with an offset, e.g. 2026-01-05T00:00:00Z",
-});
+const isoTime = isoTimestamp();
 
 export const commonReadParams = {
   limit: z

@@ -4,7 +4,7 @@ import { INCIDENT_KINDS, INCIDENT_STATUSES } from "../incidents/incidents.js";
 import { NOTIFICATION_KINDS } from "../notifications/alerts.js";
 import { boolParam, checkWindow, commonReadParams } from "./read-params.js";
 
-const connectionId = z.uuid({ error: "must be a connection id (a UUID)" }).optional();
+const connectionId = z.uuid({ error: "must be a connection id (a UUID)" }).toLowerCase().optional();
 
 export const availabilityQuery = z
   .strictObject({
@@ -41,7 +41,7 @@ export const incidentsQuery = z
 
 /** The path of one incident. */
 export const incidentParams = z.strictObject({
-  id: z.uuid({ error: "must be an incident id (a UUID)" }),
+  id: z.uuid({ error: "must be an incident id (a UUID)" }).toLowerCase(),
 });
 
 /** An acknowledgement's body; none at all is an acknowledgement without a note. */
@@ -64,10 +64,13 @@ export const alertsQuery = z
   })
   .superRefine(checkWindow);
 
-export const summaryQuery = z.strictObject({
-  window: z.enum(["day", "week", "month"], { error: "must be day, week or month" }).default("day"),
-  connection_id: connectionId,
-});
+export const summaryQuery = z
+  .strictObject({
+    ...commonReadParams,
+    window: z.enum(["day", "week", "month"], { error: "must be day, week or month" }).default("day"),
+    connection_id: connectionId,
+  })
+  .superRefine(checkWindow);
 
 export const METRIC_TYPES = [
   "daily_executions",

@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { issueMessage } from "../core/issues.js";
 import { ApiError } from "./errors.js";
 
 /**
@@ -10,7 +11,8 @@ export function parseOr400<S extends z.ZodType>(
   value: unknown,
   part: "body" | "query" | "params",
 ): z.output<S> {
-  const r = schema.safeParse(value ?? (part === "body" ? undefined : {}));
+  const input = value ?? (part === "body" ? undefined : {});
+  const r = schema.safeParse(input);
   if (r.success) return r.data;
   const problems = r.error.issues.flatMap((i) =>
     i.code === "unrecognized_keys"
@@ -18,7 +20,12 @@ export function parseOr400<S extends z.ZodType>(
           field: [part, ...i.path.map(String), k].join("."),
           message: "is not a known field",
         }))
-      : [{ field: [part, ...i.path.map(String)].join("."), message: i.message }],
+      : [
+          {
+            field: [part, ...i.path.map(String)].join("."),
+            message: issueMessage(input, i, { query: part === "query" }),
+          },
+        ],
   );
   const first = problems[0] ?? { field: part, message: "is invalid" };
   throw new ApiError(400, "VALIDATION_ERROR", `${first.field}: ${first.message}`, { problems });

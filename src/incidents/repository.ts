@@ -220,6 +220,8 @@ export interface GatewayReportRow extends Record<string, unknown> {
   service_name: string;
   user_id: string;
   organization_id: string | null;
+  /** The connection's own heartbeat grace in seconds (null: the default). */
+  grace: number | null;
   /** Whether an availability / missed_heartbeat incident is unresolved (read in the same statement). */
   availability_open: boolean;
   missed_open: boolean;
@@ -246,6 +248,7 @@ export async function recordGatewayReport(
             OR (heartbeat_newest_at = $2 AND heartbeat_newest_id IS DISTINCT FROM $3))
      RETURNING consecutive_failures AS failures, consecutive_successes AS successes, status,
                failure_threshold AS threshold, service_name, user_id, organization_id,
+               heartbeat_grace_seconds AS grace,
                EXISTS (SELECT 1 FROM incidents i WHERE i.connection_id = connections.id
                         AND i.kind = 'availability' AND i.status <> 'resolved') AS availability_open,
                EXISTS (SELECT 1 FROM incidents i WHERE i.connection_id = connections.id

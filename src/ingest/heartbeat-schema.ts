@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { isoTimestamp, LIMITS } from "../core/limits.js";
 
 /**
  * The gateway heartbeat body (spec: Gateway heartbeat). Objects are loose: a newer daemon may
@@ -8,12 +9,11 @@ import { z } from "zod";
 const count = z
   .number({ error: "must be a number" })
   .int("must be a whole number")
-  .min(0, "must be 0 or more");
-const money = z.number({ error: "must be a number" }).min(0, "must be 0 or more");
-const time = z.iso.datetime({
-  offset: true,
-  error: "must be an ISO 8601 timestamp, e.g. 2026-01-05T10:00:00Z",
-});
+  .min(0, "must be 0 or more")
+  .max(LIMITS.tokens, `must be at most ${LIMITS.tokens}`);
+const nonNegative = z.number({ error: "must be a number" }).min(0, "must be 0 or more");
+const money = nonNegative.max(LIMITS.costUsd, `must be at most ${LIMITS.costUsd} (US dollars)`);
+const time = isoTimestamp("2026-01-05T10:00:00Z");
 
 export const HEARTBEAT_BODY_LIMIT = 64 * 1024;
 
@@ -21,7 +21,7 @@ export const heartbeatBody = z.looseObject({
   type: z.literal("heartbeat", { error: 'must be "heartbeat"' }),
   gateway: z.looseObject({
     status: z.string({ error: "must be a string" }).min(1, "must not be empty").max(64),
-    latencyMs: money.max(3_600_000, "must be at most 3600000"),
+    latencyMs: nonNegative.max(LIMITS.latencyMs, `must be at most ${LIMITS.latencyMs}`),
     version: z.string({ error: "must be a string" }).max(64),
   }),
   system: z

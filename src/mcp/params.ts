@@ -10,7 +10,7 @@ import { RPC } from "./errors.js";
 /**
  * The SDK answers a request whose `params` do not fit its method with -32603 (internal error)
  * and a dump of schema issues. The tool server checks the methods it serves first and answers
- * -32602 (invalid params) naming the field, as JSON-RPC asks.
+ * -32602 (invalid params) naming the field, as JSON-RPC asks; in a batch too (`paramsAnswer`).
  */
 const SCHEMAS = new Map<string, { safeParse: (v: unknown) => ParseResult }>([
   ["initialize", InitializeRequestSchema],
@@ -37,4 +37,34 @@ export function invalidParams(message: unknown) {
     id: message.id,
     error: { code: RPC.invalidParams, message: `Invalid params for ${message.method}: ${problems}` },
   };
+}
+
+/**
+ * The answer to a POST whose message, or any message of whose batch, has invalid params; null
+ * when every message may go to the SDK. A batch is checked whole before any of it runs (as a
+ * usage batch is): each invalid request gets its -32602, each other request a -32600 saying it
+ * was not run, notifications nothing.
+ */
+export function paramsAnswer(body: unknown): unknown {
+  if (!Array.isArray(body)) return invalidParams(body);
+  const answers = body.map(invalidParams);
+  const first = answers.findIndex((a) => a !== null);
+  if (first < 0) return null;
+  return body.flatMap(
+    (m: unknown, i): { jsonrpc: "2.0"; id: string | number; error: { code: number; message: string } }[] => {
+      const own = answers[i];
+      if (own) return [own];
+      if (!isJSONRPCRequest(m)) return [];
+      return [
+        {
+          jsonrpc: "2.0",
+          id: m.id,
+          error: {
+            code: RPC.invalidRequest,
+            message: `Not run: message ${first} of the batch has invalid params; a batch runs only when every message is valid.`,
+          },
+        },
+      ];
+    },
+  );
 }

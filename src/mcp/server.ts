@@ -6,7 +6,7 @@ import type { AppContext } from "../core/context.js";
 import { ServiceError } from "../core/errors.js";
 import { StoreNotReadyError } from "../stores/supervisor.js";
 import { jsonRpcError, RPC } from "./errors.js";
-import { invalidParams } from "./params.js";
+import { paramsAnswer } from "./params.js";
 import { registerTools } from "./tools.js";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 
@@ -21,7 +21,7 @@ const schemaValidator = new AjvJsonSchemaValidator();
  * Bad requests never reach a 500: a body over 1 MiB is a 413, malformed JSON a JSON-RPC parse
  * error (-32700, HTTP 400), a wrong content type a 415, a token in the query string a 400
  * (tokens go in the Authorization header), malformed `params` of the methods served a -32602
- * (params.ts); the SDK answers other malformed JSON-RPC, unknown methods and unknown tools, and
+ * (params.ts; in a batch, every message is checked before any runs); the SDK answers other malformed JSON-RPC, unknown methods and unknown tools, and
  * the tools answer bad arguments with tool errors (errors.ts). Documented in docs/MCP-TOOLS.md.
  */
 
@@ -141,7 +141,8 @@ export function registerMcp(app: FastifyInstance, ctx: AppContext, authenticate:
       // JSON-RPC 2.0: an empty batch is an invalid request (the transport would accept it silently)
       if (Array.isArray(req.body) && req.body.length === 0)
         return send(reply, 400, RPC.invalidRequest, "Invalid Request: an empty batch.");
-      const badParams = invalidParams(req.body);
+      const badParams = paramsAnswer(req.body);
+      if (Array.isArray(badParams) && badParams.length === 0) return reply.code(202).send();
       if (badParams) return reply.code(200).type("application/json").send(badParams);
       const server = new McpServer(MCP_SERVER_INFO, {
         capabilities: { tools: {} },

@@ -16,15 +16,25 @@ export const HEARTBEAT_GRACE_SECONDS = 120;
  * for longer than its interval plus grace opens a `missed_heartbeat` incident (status `error`)
  * and gets synthetic samples for the slots it missed; once heartbeats arrive again (ingest makes
  * the connection active) the incident is resolved. Gap-fill samples sit at slot times derived
- * from the last heartbeat, so writing them again is idempotent.
+ * from the last heartbeat, so writing them again is idempotent. Time in which Vigil's own store
+ * was unavailable does not count as silence (StoreSupervisor.outageWithin): the daemon's
+ * heartbeats were refused then, so after the outage it has the rest of its deadline to get through.
  */
 export async function watchHeartbeats(ctx: AppContext): Promise<{ missed: number; recovered: number }> {
+  // Both stores answer (or the run fails: an outage is no time to judge silence), and an outage
+  // this process saw ends here at the latest, even if nothing else has used the store since.
+  await ctx.stores.series.ping();
   const now = ctx.now();
   const gateways = await selectGateways(ctx.stores.db, {
     intervalSeconds: HEARTBEAT_INTERVAL_SECONDS,
     graceSeconds: HEARTBEAT_GRACE_SECONDS,
   });
   const publicUrl = ctx.config.publicUrl;
+  // While a store of Vigil's own was unavailable, heartbeats were refused (503) or could not be
+  // recorded: that silence is Vigil's, not the gateway's, and does not count. The outages are
+  // kept in wall-clock time; `skew` maps them onto the context's clock.
+  const skew = now.getTime() - Date.now();
+  const outage = (since: Date) => ctx.stores.outageWithin(since.getTime() - skew, now.getTime() - skew);
   let missed = 0;
   let recovered = 0;
   for (const g of gateways) {
@@ -37,7 +47,7 @@ export async function watchHeartbeats(ctx: AppContext): Promise<{ missed: number
       userId: g.user_id,
       organizationId: g.organization_id,
     };
-    if (silentMs > limitMs) {
+    if (silentMs > limitMs && silentMs - outage(last) > limitMs) {
       await writeSamples(
         ctx,
         heartbeatGapFill({
@@ -93,8 +103,14 @@ export interface GatewayReport {
   error: string | null;
 }
 
-/** In a steady healthy state a gateway's heartbeats are written at most this often per node. */
+/**
+ * In a steady healthy state a gateway's heartbeats are written at most this often per node, and
+ * at most every half of its grace: the monitor reads the last-heard time, which lags by up to
+ * this much, and a gateway that sends on time must never look silent past its grace.
+ */
 const STEADY_WRITE_MS = 15_000;
+const steadyWriteMs = (graceSeconds: number | null) =>
+  Math.min(STEADY_WRITE_MS, ((graceSeconds ?? HEARTBEAT_GRACE_SECONDS) * 1000) / 2);
 
 interface Seen {
   /** The newest heartbeat this node saw from the gateway. */
@@ -103,6 +119,8 @@ interface Seen {
   /** After the last write: active, healthy for a while, no failure counted, no incident unresolved. */
   steady: boolean;
   writtenAt: number;
+  /** How long after `writtenAt` a steady heartbeat is not written (steadyWriteMs). */
+  steadyMs: number;
 }
 
 /** What this node knows of each gateway's heartbeats, so a healthy fleet costs no write per heartbeat. */
@@ -135,8 +153,9 @@ export const gatewayHealth = perApp(() => new GatewayHealth());
  * being back (it does not move `last_heartbeat_at`, which the missed-heartbeat monitor reads).
  *
  * A gateway that is steadily healthy (active, no failure in its run, no incident unresolved) is
- * written at most every 15 s per node, as its last-heard time always was: a healthy heartbeat in
- * between changes nothing but a counter already past what any decision reads.
+ * written at most every 15 s per node (sooner when its grace is under 30 s), as its last-heard
+ * time always was: a healthy heartbeat in between changes nothing but a counter already past what
+ * any decision reads.
  */
 export async function reportGatewayHealth(
   ctx: AppContext,
@@ -146,7 +165,7 @@ export async function reportGatewayHealth(
   const known = memory.get(r.connectionId);
   const t = r.ts.getTime();
   if (known && (t < known.ts || (t === known.ts && r.heartbeatId === known.id))) return "resend";
-  if (known?.steady && r.available && r.received.getTime() - known.writtenAt < STEADY_WRITE_MS) {
+  if (known?.steady && r.available && r.received.getTime() - known.writtenAt < known.steadyMs) {
     memory.set(r.connectionId, { ...known, ts: t, id: r.heartbeatId });
     return "steady";
   }
@@ -214,6 +233,7 @@ export async function reportGatewayHealth(
       !open &&
       !row.missed_open,
     writtenAt: r.received.getTime(),
+    steadyMs: steadyWriteMs(row.grace),
   });
   return "counted";
 }

@@ -1,13 +1,19 @@
-import { Agent, errors, request } from "undici";
+import { type Agent, errors, request } from "undici";
+import { createOutboundAgent, probePolicy, refusedBy, type Resolver } from "../lib/outbound.js";
 
 /**
  * One HTTP request of a check, with every way it can go wrong turned into a value. Redirects
- * are not followed (a platform that redirects its health or API endpoints is misconfigured),
- * the status decides before the body (an error answer's body is not read), a 2xx body is read
- * only up to `maxBytes`, and the whole exchange is bounded by `timeoutMs`.
+ * are not followed, to any address (a platform that redirects its health or API endpoints is
+ * misconfigured; a 3xx is a failed check, `redirect`, and its target is never contacted), the
+ * status decides before the body (an error answer's body is drained up to 16 KiB, never
+ * buffered), a 2xx body is read only up to `maxBytes`, and the whole exchange (connect, headers,
+ * body) is bounded by `timeoutMs`: headers and body timeouts, plus one overall deadline that a
+ * slowly dripping body cannot stretch. Where the agent refuses the address (PROBE_DENY_PRIVATE,
+ * src/lib/outbound.ts), the check fails with `refused` and the refusal as its error.
  */
 export type FailureReason =
   | "timeout"
+  | "refused"
   | "connection_refused"
   | "dns"
   | "tls"
@@ -51,9 +57,35 @@ export interface ProbeHttpOptions {
   prefix?: boolean;
 }
 
-/** One keep-alive agent for all probes; connections per origin are bounded. */
-export function createProbeAgent(connectionsPerOrigin = 8): Agent {
-  return new Agent({ connections: connectionsPerOrigin, keepAliveTimeout: 30_000, pipelining: 1 });
+/** A 2xx body is read up to this by default (platform API pages: a few hundred KB at most). */
+export const DEFAULT_MAX_BYTES = 1024 * 1024;
+/** An error answer's body is drained (for keep-alive) up to this, then the socket is closed. */
+const ERROR_BODY_BYTES = 16 * 1024;
+
+export interface ProbeAgentOptions {
+  /** PROBE_DENY_PRIVATE: refuse non-public addresses (checked at connect time). */
+  denyPrivate?: boolean;
+  connectionsPerOrigin?: number;
+  /** TCP/TLS connect timeout (the probe timeout). */
+  connectTimeoutMs?: number;
+  /** Addresses or CIDR ranges allowed whatever PROBE_DENY_PRIVATE says (tests). */
+  exempt?: string[];
+  /** DNS resolution (default `dns.lookup`; tests give their own). */
+  resolve?: Resolver;
+}
+
+/**
+ * One keep-alive agent for all probes and syncs; connections per origin are bounded, and every
+ * new connection passes the outbound policy (src/lib/outbound.ts).
+ */
+export function createProbeAgent(opts: ProbeAgentOptions = {}): Agent {
+  return createOutboundAgent({
+    policy: { ...probePolicy(opts.denyPrivate ?? false), exempt: opts.exempt },
+    connections: opts.connectionsPerOrigin ?? 8,
+    keepAliveTimeoutMs: 30_000,
+    connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
+    resolve: opts.resolve,
+  });
 }
 
 function classify(err: unknown): { reason: FailureReason; error: string } {
@@ -63,6 +95,8 @@ function classify(err: unknown): { reason: FailureReason; error: string } {
     message?: string;
     cause?: { code?: string; message?: string };
   };
+  const refused = refusedBy(err);
+  if (refused) return { reason: "refused", error: refused.message };
   const code = e.code ?? e.cause?.code ?? "";
   const message = e.message ?? String(err);
   if (
@@ -99,7 +133,7 @@ export function retryAfter(header: string | string[] | undefined, now = Date.now
 export async function probeHttp(agent: Agent, url: string, opts: ProbeHttpOptions): Promise<HttpOutcome> {
   const started = performance.now();
   const ms = () => Math.round((performance.now() - started) * 10) / 10;
-  const maxBytes = opts.maxBytes ?? 1024 * 1024;
+  const maxBytes = opts.maxBytes ?? DEFAULT_MAX_BYTES;
   const signal = AbortSignal.timeout(opts.timeoutMs);
   try {
     const res = await request(url, {
@@ -114,12 +148,12 @@ export async function probeHttp(agent: Agent, url: string, opts: ProbeHttpOption
     // (an HTML error page, a stack trace) is never read.
     const status = res.statusCode;
     if (status < 200 || status >= 300) {
-      await res.body.dump({ limit: 16 * 1024 }).catch(() => undefined);
+      await res.body.dump({ limit: ERROR_BODY_BYTES, signal }).catch(() => undefined);
       if (status >= 300 && status < 400)
         return {
           ok: false,
           reason: "redirect",
-          error: `HTTP ${status} redirect to ${String(res.headers.location ?? "?")}`,
+          error: `HTTP ${status} redirect to ${String(res.headers.location ?? "?").slice(0, 500)} (redirects are not followed)`,
           status,
           ms: ms(),
         };

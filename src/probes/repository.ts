@@ -25,6 +25,8 @@ export interface ClaimedRow extends Record<string, unknown> {
   last_sync_at: Date | null;
   next_check_at: Date;
   check_interval_seconds: number | null;
+  /** Failed checks in a row before this one (0: the last check succeeded, or none ran yet). */
+  consecutive_failures: number;
   plan: Plan;
 }
 
@@ -54,7 +56,7 @@ export async function claimDue(
       WHERE c.id = due.id
      RETURNING c.id, c.user_id, c.organization_id, c.service_type, c.service_name, c.status, c.base_url,
                c.api_key_enc, c.api_token_enc, c.region, c.team_id, c.sync_state, c.last_sync_at,
-               c.next_check_at, c.check_interval_seconds,
+               c.next_check_at, c.check_interval_seconds, c.consecutive_failures,
                (SELECT coalesce(o.plan, u.plan) FROM users u LEFT JOIN organizations o ON o.id = c.organization_id
                  WHERE u.id = c.user_id) AS plan`,
     [c.workerId, c.max, c.leaseMs / 1000, c.dueBy.toISOString()],

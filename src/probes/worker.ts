@@ -1,9 +1,11 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
-import pLimit from "p-limit";
+import type { Agent } from "undici";
 import { probeGapFill, probeSample, writeSamples } from "../availability/samples.js";
 import { type ConnectionStatus, recordStatus } from "../connections/status.js";
 import type { AppContext } from "../core/context.js";
+import { StoreNotReadyError } from "../stores/errors.js";
+import { SeriesUnavailableError } from "../stores/series/types.js";
 import { openIncident, resolveIncident } from "../incidents/incidents.js";
 import { checkConnection } from "./check.js";
 import type { CheckResult } from "./platforms.js";
@@ -12,6 +14,7 @@ import { changesAnything, decide } from "./decide.js";
 import { createProbeAgent } from "./http.js";
 import { recordCheck } from "./repository.js";
 import { DEFAULT_FAILURE_THRESHOLD, intervalSeconds, nextSlot } from "./schedule.js";
+import { ProbeSlots } from "./slots.js";
 import type { SyncState } from "./sync.js";
 
 /**
@@ -33,6 +36,7 @@ export interface ProbeWorkerOptions {
   tickMs?: number;
   /** Checks running at once (global limit). */
   concurrency?: number;
+  /** Each platform request's deadline; default PROBE_TIMEOUT_MS. */
   timeoutMs?: number;
 }
 
@@ -51,8 +55,8 @@ export class ProbeWorker {
   private readonly leaseMs: number;
   private readonly tickMs: number;
   private readonly timeoutMs: number;
-  private readonly limit: ReturnType<typeof pLimit>;
-  private readonly agent = createProbeAgent();
+  private readonly slots: ProbeSlots;
+  private readonly agent: Agent;
   private readonly concurrency: number;
   private timer?: NodeJS.Timeout;
   private inFlight = 0;
@@ -70,9 +74,14 @@ export class ProbeWorker {
     this.workerId = opts.workerId ?? `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
     this.leaseMs = opts.leaseMs ?? 30_000;
     this.tickMs = opts.tickMs ?? 1_000;
-    this.timeoutMs = opts.timeoutMs ?? 10_000;
+    this.timeoutMs = opts.timeoutMs ?? ctx.config.probe.timeoutMs;
     this.concurrency = opts.concurrency ?? 200;
-    this.limit = pLimit(this.concurrency);
+    this.slots = new ProbeSlots(this.concurrency);
+    // PROBE_DENY_PRIVATE applies to the checks and the syncs alike: both go through this agent.
+    this.agent = createProbeAgent({
+      denyPrivate: ctx.config.outbound.denyPrivate,
+      connectTimeoutMs: this.timeoutMs,
+    });
   }
 
   start(): void {
@@ -99,7 +108,15 @@ export class ProbeWorker {
         this.inFlight++;
         const p = this.startAtSlot(c)
           .then(() => this.check(c))
-          .catch((err) => this.ctx.log.error({ err, connection: c.id }, "probe failed unexpectedly"))
+          .catch((err: unknown) =>
+            err instanceof StoreNotReadyError || err instanceof SeriesUnavailableError
+              ? // Vigil's own store is down: nothing is recorded, the lease runs out, it is checked again
+                this.ctx.log.warn(
+                  { connection: c.id, err: err.message },
+                  "check not recorded: a store is unavailable; the connection is checked again after its lease",
+                )
+              : this.ctx.log.error({ err, connection: c.id }, "probe failed unexpectedly"),
+          )
           .finally(() => {
             this.inFlight--;
             this.running.delete(p);
@@ -140,8 +157,12 @@ export class ProbeWorker {
   }
 
   private async check(c: Claimed): Promise<void> {
-    // The concurrency limit bounds the requests to platforms; the writes that follow do not hold a slot.
-    const { result, sync } = await this.limit(() => checkConnection(this.ctx, this.agent, c, this.timeoutMs));
+    // The concurrency limit bounds the requests to platforms; the writes that follow do not hold a
+    // slot. A connection whose last check failed waits in its own lane (slots.ts), so targets that
+    // hang cannot hold every slot while the others are due.
+    const { result, sync } = await this.slots.run(c.consecutive_failures > 0, () =>
+      checkConnection(this.ctx, this.agent, c, this.timeoutMs),
+    );
     const at = this.ctx.now();
     // The sample first: if the series store cannot take it, the check is not counted and the
     // lease runs out, so the connection is checked again.

@@ -56,6 +56,8 @@ export function mapWorkflowAStatus(raw: unknown): { status: string; open: boolea
 }
 
 const MAX_PAGE = 250;
+/** A health answer is a few bytes (`{"status":"ok"}`); a 2xx past this is a failed check, not read on. */
+const HEALTH_MAX_BYTES = 64 * 1024;
 /** The answer of the authenticated check request is small by construction; more is not n8n. */
 const CHECK_MAX_BYTES = 256 * 1024;
 /**
@@ -115,9 +117,12 @@ export async function checkWorkflowA(
   t: WorkflowATarget,
   timeoutMs: number,
 ): Promise<CheckResult> {
-  let health = await probeHttp(agent, `${base(t)}/healthz/readiness`, { timeoutMs });
+  let health = await probeHttp(agent, `${base(t)}/healthz/readiness`, {
+    timeoutMs,
+    maxBytes: HEALTH_MAX_BYTES,
+  });
   if (!health.ok && health.status === 404)
-    health = await probeHttp(agent, `${base(t)}/healthz`, { timeoutMs });
+    health = await probeHttp(agent, `${base(t)}/healthz`, { timeoutMs, maxBytes: HEALTH_MAX_BYTES });
   if (!health.ok) return failure(health);
   const api = await probeHttp(agent, `${base(t)}/api/v1/executions?limit=1`, {
     timeoutMs,

@@ -81,7 +81,7 @@ const DETAIL_TRIES = 3;
  */
 const MAX_DETAILED = 2000;
 /** Failures of these kinds mean Make cannot be reached at all: the tick ends, no scenario is blamed. */
-const UNREACHABLE = new Set(["connection_refused", "dns", "tls", "connection_reset", "network"]);
+const UNREACHABLE = new Set(["connection_refused", "dns", "tls", "connection_reset", "network", "refused"]);
 
 function toRun(l: Record<string, unknown>, scenarioId: string, now: Date): PlatformRun | null {
   const id = asId(l.id);

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { forbidden, notFound, ServiceError } from "../core/errors.js";
+import { issueMessage } from "../core/issues.js";
 import type { AppContext } from "../core/context.js";
 import type { Actor } from "../core/actor.js";
 import { connectionsAccess } from "../identity/visibility.js";
@@ -46,8 +47,7 @@ export function validateUsageBody(body: unknown): UsageEntryInput[] {
       problems.push({
         index,
         field: path.map(String).join(".") || "entry",
-        message:
-          issue?.code === "unrecognized_keys" ? "is not a known field" : (issue?.message ?? "is invalid"),
+        message: issue ? issueMessage(item, issue) : "is invalid",
       });
     }
   });

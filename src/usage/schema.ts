@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { isoTimestamp, LIMITS } from "../core/limits.js";
 
 export const MAX_BATCH = 100;
 
@@ -8,19 +9,16 @@ const text = (max: number) =>
     .min(1, "must not be empty")
     .max(max, `must be at most ${max} characters`);
 const nonNegative = z.number({ error: "must be a number" }).min(0, "must be 0 or more");
-const isoDate = z.iso.datetime({
-  offset: true,
-  error: "must be an ISO 8601 timestamp, e.g. 2026-01-05T00:00:00Z",
-});
+const isoDate = isoTimestamp();
 
 export const usageEntry = z
   .strictObject({
-    connection_id: z.uuid({ error: "must be a connection id (a UUID)" }),
+    connection_id: z.uuid({ error: "must be a connection id (a UUID)" }).toLowerCase(),
     entity: text(200),
-    usage_amount: nonNegative,
+    usage_amount: nonNegative.max(LIMITS.usageAmount, `must be at most ${LIMITS.usageAmount}`),
     usage_entity: z.enum(["tokens", "custom"], { error: "must be tokens or custom" }).default("tokens"),
     custom_name: text(200).optional(),
-    cost_cents: nonNegative.default(0),
+    cost_cents: nonNegative.max(LIMITS.costCents, `must be at most ${LIMITS.costCents} (cents)`).default(0),
     workflow_id: text(200).optional(),
     execution_id: text(200).optional(),
     metadata: z.record(z.string(), z.unknown(), { error: "must be an object" }).optional(),
@@ -54,7 +52,7 @@ const checkRange = (q: { start_date?: string; end_date?: string }, ctx: z.Refine
 
 export const listUsageQuery = z
   .strictObject({
-    connection_id: z.uuid({ error: "must be a connection id (a UUID)" }).optional(),
+    connection_id: z.uuid({ error: "must be a connection id (a UUID)" }).toLowerCase().optional(),
     workflow_id: text(200).optional(),
     execution_id: text(200).optional(),
     entity: text(200).optional(),
@@ -67,7 +65,7 @@ export const listUsageQuery = z
 
 export const usageTotalsQuery = z
   .strictObject({
-    connection_id: z.uuid({ error: "must be a connection id (a UUID)" }),
+    connection_id: z.uuid({ error: "must be a connection id (a UUID)" }).toLowerCase(),
     workflow_id: text(200).optional(),
     execution_id: text(200).optional(),
     ...dateRange,

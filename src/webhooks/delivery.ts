@@ -12,8 +12,11 @@ import { checkWebhookUrl, rulesOf } from "./url.js";
 const CONCURRENCY = 8;
 
 /** This app's HTTP agent for webhooks, closed with the app (closeContext). */
-const webhookAgent = perApp((): { agent: Agent; close(): Promise<void> } => {
-  const agent = createWebhookAgent();
+const webhookAgent = perApp((ctx): { agent: Agent; close(): Promise<void> } => {
+  const agent = createWebhookAgent({
+    denyPrivate: ctx.config.outbound.denyPrivate,
+    allowHttpLoopback: ctx.config.webhooks.allowHttpLoopback,
+  });
   return { agent, close: () => agent.close() };
 });
 
@@ -27,7 +30,9 @@ const webhookAgent = perApp((): { agent: Agent; close(): Promise<void> } => {
  *
  * A notification whose webhook was deleted is given up (never sent); one whose URL the
  * configuration no longer allows (WEBHOOK_ALLOW_HTTP_LOOPBACK turned off, PUBLIC_URL moved onto
- * it) is given up too. A crash between the receiver's 2xx and the mark can repeat a delivery
+ * it, PROBE_DENY_PRIVATE turned on for its literal address) is given up too. One whose host
+ * name resolves into a refused range (src/lib/outbound.ts) fails with the refusal and is
+ * retried like any failure (DNS may change), until given up. A crash between the receiver's 2xx and the mark can repeat a delivery
  * after the claim expires: `Vigil-Delivery` (the notification id) lets a receiver drop it.
  */
 export async function deliverWebhooks(

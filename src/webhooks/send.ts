@@ -1,18 +1,33 @@
-import { Agent, errors, request } from "undici";
+import { type Agent, errors, request } from "undici";
+import { createOutboundAgent, refusedBy, type Resolver, webhookPolicy } from "../lib/outbound.js";
 
 /** One delivery attempt's whole exchange (connect, send, answer) is bounded by this. */
 export const WEBHOOK_TIMEOUT_MS = 10_000;
 /** A receiver's answer is read (and thrown away) up to this many bytes, then the socket is closed. */
 const MAX_ANSWER_BYTES = 16 * 1024;
 
-/** A keep-alive agent for webhook deliveries, bounded per origin. */
-export const createWebhookAgent = () =>
-  new Agent({ connections: 4, keepAliveTimeout: 10_000, connect: { timeout: WEBHOOK_TIMEOUT_MS } });
+/**
+ * A keep-alive agent for webhook deliveries, bounded per origin, whose every connection passes
+ * the webhook policy (src/lib/outbound.ts): never a link-local or cloud metadata address; with
+ * `denyPrivate` (PROBE_DENY_PRIVATE) no other non-public address either, loopback excepted while
+ * `allowHttpLoopback` (WEBHOOK_ALLOW_HTTP_LOOPBACK). Checked at connect time against every DNS
+ * answer, so a receiver's name that resolves (or is rebound) there is refused too.
+ */
+export const createWebhookAgent = (
+  opts: { denyPrivate?: boolean; allowHttpLoopback?: boolean; resolve?: Resolver } = {},
+): Agent =>
+  createOutboundAgent({
+    policy: webhookPolicy(opts.denyPrivate ?? false, opts.allowHttpLoopback ?? false),
+    connections: 4,
+    keepAliveTimeoutMs: 10_000,
+    connectTimeoutMs: WEBHOOK_TIMEOUT_MS,
+    resolve: opts.resolve,
+  });
 
 /**
  * POSTs one webhook body. Answers null when the receiver accepted it (any 2xx) or a short error
  * for the alert history: `HTTP 500`, `HTTP 302 (redirects are not followed)`, `timed out after
- * 10 s`, `connection refused`, … The error names the host at most, never the URL's path or query
+ * 10 s`, `connection refused`, `refused: 169.254.169.254 is a cloud metadata address (…)`, … The error names the host at most, never the URL's path or query
  * (they may hold a token). Redirects are never followed (undici's `request` does not), the answer
  * body is drained up to a few KB and ignored. Never throws.
  */
@@ -23,17 +38,18 @@ export async function postWebhook(
   headers: Record<string, string>,
   timeoutMs = WEBHOOK_TIMEOUT_MS,
 ): Promise<string | null> {
+  const signal = AbortSignal.timeout(timeoutMs);
   try {
     const res = await request(url, {
       method: "POST",
       headers,
       body,
       dispatcher: agent,
-      signal: AbortSignal.timeout(timeoutMs),
+      signal,
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
     });
-    await res.body.dump({ limit: MAX_ANSWER_BYTES }).catch(() => undefined);
+    await res.body.dump({ limit: MAX_ANSWER_BYTES, signal }).catch(() => undefined);
     const status = res.statusCode;
     if (status >= 200 && status < 300) return null;
     if (status >= 300 && status < 400) return `HTTP ${status} (redirects are not followed)`;
@@ -44,6 +60,9 @@ export async function postWebhook(
 }
 
 function describe(err: unknown, url: URL, timeoutMs: number): string {
+  // names the host and the address, never the path
+  const refused = refusedBy(err);
+  if (refused) return refused.message;
   const e = err as { code?: string; name?: string; message?: string; cause?: { code?: string } };
   const code = e.code ?? e.cause?.code ?? "";
   if (

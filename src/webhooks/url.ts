@@ -1,4 +1,6 @@
+import net from "node:net";
 import { invalidInput } from "../core/errors.js";
+import { refusal, webhookPolicy } from "../lib/outbound.js";
 
 /** The longest webhook URL accepted, in characters. */
 export const MAX_URL_LENGTH = 2048;
@@ -13,6 +15,11 @@ export interface UrlRules {
   publicUrl: string;
   /** The port the service listens on (PORT). */
   port: number;
+  /**
+   * PROBE_DENY_PRIVATE: a literal non-public address is refused (loopback stays allowed while
+   * `allowHttpLoopback`). Link-local and cloud metadata addresses are refused whatever it says.
+   */
+  denyPrivate?: boolean;
 }
 
 /** A URL's host without the brackets of an IPv6 literal, lower case. */
@@ -52,11 +59,24 @@ export function urlHint(u: URL): string {
 }
 
 /**
+ * The outbound policy's refusal of a URL's host as written: a literal IP, or a loopback name
+ * (`localhost`, `*.localhost`, which always resolve to loopback). Other names are judged when
+ * a delivery connects (src/lib/outbound.ts), against every DNS answer.
+ */
+export function hostRefusal(u: URL, rules: UrlRules): string | null {
+  const h = bare(u.hostname);
+  const ip = net.isIP(h) ? h : isLoopbackHost(h) ? "127.0.0.1" : null;
+  if (ip === null) return null;
+  return refusal(ip, webhookPolicy(rules.denyPrivate ?? false, rules.allowHttpLoopback), h);
+}
+
+/**
  * Checks a webhook URL against the rules (docs/webhooks.md) and answers it parsed, or throws a
  * 400 naming `body.url`: an absolute URL of at most 2048 characters; https, or plain http to a
- * loopback host when allowed; no user name or password in it; not the service itself (the origin
- * of PUBLIC_URL, or a loopback or unspecified host on the port Vigil listens on), so an alert
- * cannot be posted back into Vigil's own API.
+ * loopback host when allowed; no user name or password in it; not a link-local or cloud metadata
+ * address, nor (PROBE_DENY_PRIVATE=true) another non-public one, when written as an IP; not the
+ * service itself (the origin of PUBLIC_URL, or a loopback or unspecified host on the port Vigil
+ * listens on), so an alert cannot be posted back into Vigil's own API.
  */
 export function checkWebhookUrl(raw: string, rules: UrlRules): URL {
   if (raw.length > MAX_URL_LENGTH)
@@ -86,6 +106,8 @@ export function checkWebhookUrl(raw: string, rules: UrlRules): URL {
         "must be an https URL; plain http to a loopback host needs WEBHOOK_ALLOW_HTTP_LOOPBACK=true on the server",
       );
   }
+  const refused = hostRefusal(u, rules);
+  if (refused) throw invalidInput(FIELD, refused);
   if (pointsAtService(u, rules))
     throw invalidInput(
       FIELD,
@@ -103,10 +125,12 @@ function pointsAtService(u: URL, rules: UrlRules): boolean {
 /** The rules of an app's configuration. */
 export const rulesOf = (config: {
   webhooks: { allowHttpLoopback: boolean };
+  outbound: { denyPrivate: boolean };
   publicUrl: string;
   port: number;
 }): UrlRules => ({
   allowHttpLoopback: config.webhooks.allowHttpLoopback,
   publicUrl: config.publicUrl,
   port: config.port,
+  denyPrivate: config.outbound.denyPrivate,
 });

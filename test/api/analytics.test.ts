@@ -156,7 +156,7 @@ for (const series of ["pglite", "questdb"] as BackendName[]) {
     t.equal(p3.pagination.has_more, false);
 
     for (const [q, message] of [
-      ["", /query\.metric_type: must be one of daily_executions/],
+      ["", /query\.metric_type: is required; it must be one of daily_executions/],
       ["?metric_type=hourly_executions", /query\.metric_type: must be one of/],
     ] as const) {
       const r = await call(ta.app, w.keys.alicePersonal, "GET", `/v1/analytics${q}`);

@@ -119,8 +119,21 @@ t.test("connections security matrix", async (t) => {
   t.equal(missing.statusCode, 401);
   t.same(missing.json().error.code, "INVALID_API_KEY");
 
-  // allowed deletes, each on a throwaway connection
-  for (const key of ["alicePersonal", "aliceOrgA", "davePersonal"] as KeyName[]) {
+  // a plain member may add an organization's connections but not delete them (README: Roles)
+  {
+    const made = await call(app, w.keys.davePersonal, "POST", "/v1/connections", createIn(orgA));
+    const id = made.json().connection.id;
+    const del = record(
+      "davePersonal",
+      await call(app, w.keys.davePersonal, "DELETE", `/v1/connections/${id}`),
+    );
+    t.equal(del.statusCode, 403, "a member cannot delete an organization's connection, even one they made");
+    t.match(del.json(), { error: /admin or owner role/ });
+    t.equal((await call(app, w.keys.alicePersonal, "GET", `/v1/connections/${id}`)).statusCode, 200, "kept");
+  }
+
+  // allowed deletes (owner's keys), each on a throwaway connection
+  for (const key of ["alicePersonal", "aliceOrgA"] as KeyName[]) {
     const made = await call(app, w.keys.alicePersonal, "POST", "/v1/connections", createIn(orgA));
     const id = made.json().connection.id;
     const del = record(key, await call(app, w.keys[key], "DELETE", `/v1/connections/${id}`));

@@ -123,7 +123,16 @@ t.test("connections: create, list, get, update, delete as the spec shapes them",
   const back = await call(app, w.keys.davePersonal, "PUT", `/v1/connections/${id}`, {
     organization_id: "personal",
   });
-  t.equal(back.statusCode, 200, "a member may move it to their own personal space");
+  t.equal(back.statusCode, 403, "a member may not take it out of the organization (as with a delete)");
+  t.match(back.json(), { error: /admin or owner role/ });
+  const home = await call(app, key, "PUT", `/v1/connections/${id}`, { organization_id: "personal" });
+  t.equal(home.statusCode, 200, "the owner (alice) may");
+  t.equal(
+    (await call(app, w.keys.davePersonal, "GET", `/v1/connections/${id}`)).statusCode,
+    403,
+    "made personal: alice's, out of the members' view",
+  );
+  t.equal((await call(app, key, "GET", `/v1/connections/${id}`)).statusCode, 200, "alice still sees it");
 
   // delete: the bound ingestion key stops at once
   const gwId = gw.json().connection.id;

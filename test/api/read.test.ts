@@ -152,6 +152,71 @@ for (const series of ["pglite", "questdb"] as BackendName[]) {
     t.match(pa, { window: "day", checks: 31, available_checks: 25, uptime_percent: 80.645 });
     t.notOk(summary.data.some((s: { connection_id: string }) => s.connection_id === PC));
 
+    // aggregates page with real cursors wherever has_more can be true
+    const byWorkflow: string[] = [];
+    let wfCursor: string | null = null;
+    for (let i = 0; i < 5; i++) {
+      const page: {
+        data: { workflow_id: string }[];
+        pagination: { next_cursor: string | null; has_more: boolean };
+      } = (
+        await call(
+          app,
+          key,
+          "GET",
+          `/v1/executions?group_by=workflow&limit=1${wfCursor ? `&cursor=${wfCursor}` : ""}`,
+        )
+      ).json();
+      byWorkflow.push(...page.data.map((g: { workflow_id: string }) => g.workflow_id));
+      wfCursor = page.pagination.next_cursor;
+      t.equal(page.pagination.has_more, wfCursor !== null, "has_more exactly when a cursor continues");
+      if (!wfCursor) break;
+    }
+    t.same(byWorkflow, ["wf1", "wf2"], "per-workflow aggregates, one a page, busiest first, each once");
+    const sums: string[] = [];
+    let sumCursor: string | null = null;
+    for (let i = 0; i < 5; i++) {
+      const page: {
+        data: { connection_id: string }[];
+        pagination: { next_cursor: string | null; has_more: boolean };
+      } = (
+        await call(
+          app,
+          key,
+          "GET",
+          `/v1/availability/summary?window=week&limit=1${sumCursor ? `&cursor=${sumCursor}` : ""}`,
+        )
+      ).json();
+      sums.push(...page.data.map((s: { connection_id: string }) => s.connection_id));
+      sumCursor = page.pagination.next_cursor;
+      t.equal(page.pagination.has_more, sumCursor !== null);
+      if (!sumCursor) break;
+    }
+    t.same(sums, [PA, OA].sort(), "the summary pages by connection id");
+    const narrowed = (
+      await call(
+        app,
+        key,
+        "GET",
+        `/v1/availability/summary?connection_id=${PA}&since=${new Date(now - 9_500).toISOString()}`,
+      )
+    ).json();
+    t.match(narrowed.data, [{ connection_id: PA, checks: 11 }], "since narrows the day window");
+    const wrongCursor = await call(
+      app,
+      key,
+      "GET",
+      `/v1/availability/summary?window=month&cursor=${sumCursor ?? "x.y"}`,
+    );
+    t.equal(wrongCursor.statusCode, 400, "an invalid cursor is a 400");
+    const foreign = await call(
+      app,
+      key,
+      "GET",
+      `/v1/executions?group_by=workflow&cursor=${first.pagination.next_cursor}`,
+    );
+    t.equal(foreign.statusCode, 400, "another endpoint's cursor is a 400 here too");
+
     // incidents with their timeline
     const incidentId = randomUUID();
     await ctx.stores.db.query(

@@ -74,3 +74,45 @@ t.test("the rules", async (t) => {
   t.match(refused("data:text/plain,hi"), /data is not supported/);
   t.match(refused("https://:pw@hooks.example.com/"), /user name or password/);
 });
+
+t.test("outbound safety on the host as written (src/lib/outbound.ts)", async (t) => {
+  const rules = { allowHttpLoopback: false, publicUrl: "https://vigil.example.com", port: 8080 };
+  const message = (url: string, r: Parameters<typeof checkWebhookUrl>[1] = rules) => {
+    try {
+      checkWebhookUrl(url, r);
+      return null;
+    } catch (err) {
+      t.ok(err instanceof ServiceError && err.field === "body.url", url);
+      return (err as Error).message;
+    }
+  };
+  const never = /\(webhooks are never sent to link-local or cloud metadata addresses\)$/;
+  for (const r of [rules, { ...rules, denyPrivate: true }, { ...rules, allowHttpLoopback: true }]) {
+    t.match(message("https://169.254.169.254/latest/meta-data/", r), never);
+    t.match(message("https://[fe80::1]/", r), never);
+    t.match(message("https://[::ffff:169.254.169.254]/", r), never);
+    t.match(message("https://[fd00:ec2::254]/", r), never, "AWS metadata over IPv6");
+  }
+  // by default, private addresses written as IPs pass (a receiver on the operator's network)
+  t.equal(message("https://10.0.0.5/hook"), null);
+  t.equal(message("https://[fd00::1]/hook"), null);
+  t.equal(message("https://127.0.0.1:8443/"), null);
+  const deny = { ...rules, denyPrivate: true };
+  t.equal(
+    message("https://10.0.0.5/hook", deny),
+    "body.url: refused: 10.0.0.5 is a private address (PROBE_DENY_PRIVATE=true)",
+  );
+  t.match(message("https://100.64.1.1/", deny), /carrier-grade NAT/);
+  t.match(message("https://0.0.0.0:9000/", deny), /unspecified/);
+  t.match(message("https://127.0.0.1:8443/", deny), /127\.0\.0\.1 is a loopback address/);
+  t.match(message("https://localhost:8443/", deny), /localhost resolves to 127\.0\.0\.1, a loopback address/);
+  t.equal(message("https://hooks.example.com/x", deny), null, "a name is judged when a delivery connects");
+  const denyButLoopback = { ...deny, allowHttpLoopback: true };
+  t.equal(
+    message("http://127.0.0.1:9000/", denyButLoopback),
+    null,
+    "WEBHOOK_ALLOW_HTTP_LOOPBACK keeps loopback",
+  );
+  t.equal(message("https://localhost:9000/", denyButLoopback), null);
+  t.match(message("https://192.168.0.2/", denyButLoopback), /private address/);
+});

@@ -14,7 +14,7 @@ import { defineRoute } from "../route.js";
  * connection endpoints' `{error}`; the account's budget answers the envelope.
  */
 const tag = "Budgets";
-const put = `Body: {"monthly_budget_usd": <US dollars, more than 0, at most ${MAX_BUDGET_USD}, whole cents>}, or null to remove the budget.`;
+const put = `Body: {"monthly_budget_usd": <US dollars, at least 0.01, at most ${MAX_BUDGET_USD}, whole cents>}, or null to remove the budget.`;
 
 export const budgetRoutes = [
   defineRoute({

@@ -100,10 +100,13 @@ export const readRoutes = [
     summary: "Uptime per connection over a window",
     query: summaryQuery,
     responses: { 200: summaryPage },
-    handler: async ({ ctx, actor, query: q }) => {
-      const rows = await availabilitySummary(ctx, actor, { connectionId: q.connection_id, window: q.window });
-      return { data: rows, pagination: { next_cursor: null, has_more: false, limit: rows.length } };
-    },
+    description:
+      "`since` and `until` narrow the window (exactly for `day`, at whole UTC days for `week` and `month`); " +
+      "rows page by connection id.",
+    handler: ({ ctx, actor, query: q }) =>
+      keyset(ctx, actor, q, { endpoint: "summary", window: q.window }, true, (after) =>
+        availabilitySummary(ctx, actor, { ...windowOf(q), window: q.window, limit: q.limit, after }),
+      ),
   }),
   defineRoute({
     ...base,
@@ -113,14 +116,13 @@ export const readRoutes = [
     responses: { 200: executionsPage },
     handler: async ({ ctx, actor, query: q }) => {
       const filter = { ...windowOf(q), workflowId: q.workflow_id, status: q.status };
-      // aggregates have no cursor (a cursor sent with them is ignored, as it always was)
-      if (q.group_by === "workflow")
-        return restPage(
-          ctx,
-          await executionsByWorkflow(ctx, actor, { ...filter, limit: q.limit }),
-          q.limit,
-          "",
+      // per-workflow aggregates page by their rank (most runs first), with cursors of their own
+      if (q.group_by === "workflow") {
+        const byWorkflow = { endpoint: "executions_by_workflow", filters: executionFilters(filter) };
+        return keyset(ctx, actor, q, byWorkflow, true, (after) =>
+          executionsByWorkflow(ctx, actor, { ...filter, limit: q.limit, after }),
         );
+      }
       const bound = { endpoint: "executions", filters: executionFilters(filter) };
       return keyset(ctx, actor, q, bound, true, (after) =>
         listExecutions(ctx, actor, {

@@ -1,4 +1,5 @@
 import pg from "pg";
+import { isConnectionFailure, StoreUnavailableError } from "../errors.js";
 import type { Queryable, QueryResult, RelationalStore, Row } from "./types.js";
 
 // int8 (count(*), sums of integers) comes back as a string by default; every int8 Vigil reads
@@ -17,6 +18,17 @@ export interface PgStoreOptions {
   onError?: (err: Error) => void;
 }
 
+/**
+ * A driver error that means PostgreSQL is unavailable (stopped, restarting, unreachable) becomes a
+ * StoreUnavailableError, which the doors answer with 503 and Retry-After; any other error (a
+ * statement the server refused) is left as it is. The pool reconnects by itself when the server
+ * is back: a connection that died is dropped, the next query opens a new one.
+ */
+const classify = (err: unknown): unknown =>
+  err instanceof StoreUnavailableError || !isConnectionFailure(err)
+    ? err
+    : new StoreUnavailableError("relational", err);
+
 export function createPgStore(opts: PgStoreOptions): RelationalStore {
   const pool = new pg.Pool({
     connectionString: opts.connectionString,
@@ -32,11 +44,19 @@ export function createPgStore(opts: PgStoreOptions): RelationalStore {
 
   const wrap = (c: pg.Pool | pg.PoolClient): Queryable => ({
     async query<R extends Row = Row>(text: string, params?: unknown[]): Promise<QueryResult<R>> {
-      const r = await c.query(text, params);
-      return { rows: r.rows as R[], rowCount: r.rowCount ?? 0 };
+      try {
+        const r = await c.query(text, params);
+        return { rows: r.rows as R[], rowCount: r.rowCount ?? 0 };
+      } catch (err) {
+        throw classify(err);
+      }
     },
     async exec(sql: string): Promise<void> {
-      await c.query(sql);
+      try {
+        await c.query(sql);
+      } catch (err) {
+        throw classify(err);
+      }
     },
   });
 
@@ -46,21 +66,31 @@ export function createPgStore(opts: PgStoreOptions): RelationalStore {
     query: base.query,
     exec: base.exec,
     async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-      const client = await pool.connect();
+      let client: pg.PoolClient;
       try {
-        await client.query("BEGIN");
-        const result = await fn(wrap(client));
-        await client.query("COMMIT");
+        client = await pool.connect();
+      } catch (err) {
+        throw classify(err);
+      }
+      let broken: Error | undefined;
+      try {
+        const tx = wrap(client);
+        await tx.exec("BEGIN");
+        const result = await fn(tx);
+        await tx.exec("COMMIT");
         return result;
       } catch (err) {
-        await client.query("ROLLBACK").catch(() => {});
-        throw err;
+        // a connection that died cannot roll back; it is then dropped instead of going back to the pool
+        await client.query("ROLLBACK").catch((rollbackErr: unknown) => {
+          broken = rollbackErr instanceof Error ? rollbackErr : new Error(String(rollbackErr));
+        });
+        throw classify(err);
       } finally {
-        client.release();
+        client.release(broken);
       }
     },
     async ping() {
-      await pool.query("SELECT 1");
+      await base.query("SELECT 1");
     },
     async close() {
       await pool.end();

@@ -2,6 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import pg from "pg";
 import { sqlDir } from "../../lib/paths.js";
+import { isConnectionFailure } from "../errors.js";
 import { GroupCommit } from "./group-commit.js";
 import { groupCommitWrites, type WriteItem } from "./writes.js";
 import { IlpHttp, IlpRejectedError, type LineEncoder, lineEncoder } from "./ilp.js";
@@ -154,7 +155,11 @@ export async function createQuestdbSeriesStore(opts: QuestdbOptions): Promise<Qu
     try {
       return await pool.query(sql, params);
     } catch (err) {
-      if ((err as { code?: string }).code === undefined || /ECONN|timeout/i.test(String(err)))
+      if (
+        (err as { code?: string }).code === undefined ||
+        isConnectionFailure(err) ||
+        /ECONN|timeout/i.test(String(err))
+      )
         throw new SeriesUnavailableError("questdb", `QuestDB query failed: ${(err as Error).message}`, {
           cause: err,
         });

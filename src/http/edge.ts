@@ -1,0 +1,140 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import secureJson from "secure-json-parse";
+import { ApiError, badRequest, renderError } from "./errors.js";
+
+/**
+ * The input rules every request meets before any route sees it, in one place (README:
+ * Input rules), for REST, the MCP endpoint, OAuth and the sign-in pages alike:
+ *
+ * - JSON bodies nest at most `MAX_JSON_DEPTH` levels, checked by a scan of the raw text before
+ *   it is parsed (a deep document never reaches a recursive parser or validator);
+ * - `__proto__` and `constructor.prototype` keys are refused, as Fastify's own parser does;
+ * - no text anywhere in the request (path parameters, query, body, object keys) holds what the
+ *   stores cannot keep: U+0000, or half of a UTF-16 surrogate pair (PostgreSQL refuses both,
+ *   and JSON serialisers turn the latter into U+FFFD). The answer is a 400 naming the field.
+ */
+export const MAX_JSON_DEPTH = 32;
+
+/** Depth of the deepest array or object of a JSON text, by scanning it (strings skipped). */
+export function jsonDepth(text: string, limit = Number.POSITIVE_INFINITY): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c /* \ */) i++;
+      else if (c === 0x22 /* " */) inString = false;
+      continue;
+    }
+    if (c === 0x22) inString = true;
+    else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      if (++depth > max) {
+        max = depth;
+        if (max > limit) return max;
+      }
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) depth--;
+  }
+  return max;
+}
+
+/** Parses a JSON body after checking its depth; errors are the 400s the error handler renders. */
+export function parseJsonBody(text: string): unknown {
+  if (text.length === 0) {
+    const err = new Error("empty body") as Error & { code: string; statusCode: number };
+    err.code = "FST_ERR_CTP_EMPTY_JSON_BODY";
+    err.statusCode = 400;
+    throw err;
+  }
+  if (jsonDepth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH)
+    throw badRequest(`body: nested deeper than ${MAX_JSON_DEPTH} levels; flatten the document.`, {
+      max_depth: MAX_JSON_DEPTH,
+    });
+  try {
+    return secureJson.parse(text, undefined, { protoAction: "error", constructorAction: "error" });
+  } catch (err) {
+    if (/prototype/i.test((err as Error).message))
+      throw badRequest("body: must not set __proto__ or constructor.prototype; rename the field.");
+    throw badRequest(`body: malformed JSON (${(err as Error).message}); send a valid JSON document.`);
+  }
+}
+
+/** Half of a surrogate pair, alone (matched on UTF-16 code units: no `u` flag). */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const storable = (s: string) => !s.includes("\u0000") && !LONE_SURROGATE.test(s);
+
+const UNSTORABLE = "contains U+0000 or half of a surrogate pair, which cannot be stored; remove it";
+
+/** The path of the first text in `value` (keys included) that cannot be stored, or null. */
+export function unstorableText(value: unknown, path: string, depth = 0): string | null {
+  if (typeof value === "string") return storable(value) ? null : path;
+  if (value === null || typeof value !== "object" || depth > MAX_JSON_DEPTH + 2) return null;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = unstorableText(value[i], `${path}[${i}]`, depth + 1);
+      if (found) return found;
+    }
+    return null;
+  }
+  for (const [k, v] of Object.entries(value)) {
+    if (!storable(k)) return `${path} (a field name)`;
+    const found = unstorableText(v, `${path}.${k}`, depth + 1);
+    if (found) return found;
+  }
+  return null;
+}
+
+/**
+ * Installs the JSON parser and the text check on every route of the app. A request no route
+ * takes (an unknown path, or a known path with another method) is answered 404 or 405 whatever
+ * it carries: its body is not read (not parsed, not measured against a limit) and its text is
+ * not checked, so a wrong method never reads as a malformed body or a 413.
+ */
+export function registerInputRules(app: FastifyInstance): void {
+  app.addHook("preParsing", async (req, _reply, payload) => {
+    if (req.is404) {
+      // Fastify reads no body when a request says it has none
+      delete req.headers["content-type"];
+      delete req.headers["transfer-encoding"];
+      req.headers["content-length"] = "0";
+    }
+    return payload;
+  });
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
+    try {
+      done(null, parseJsonBody(body as string));
+    } catch (err) {
+      done(err as Error, undefined);
+    }
+  });
+  app.addHook("preValidation", async (req) => {
+    if (req.is404) return;
+    for (const [part, value] of [
+      ["params", req.params],
+      ["query", req.query],
+      ["body", req.body],
+    ] as const) {
+      const field = unstorableText(value, part);
+      if (field) throw new ApiError(400, "VALIDATION_ERROR", `${field}: ${UNSTORABLE}.`, { field });
+    }
+  });
+}
+
+/**
+ * The answers to a URL the router cannot read, in the API's error body (Fastify's own would be a
+ * body of another shape, echoing the URL): a path that is not valid percent-encoded UTF-8 is a
+ * 400; a path segment longer than the router takes (100 characters, far above any id) names no
+ * route, a 404. Given to Fastify as its `frameworkErrors` option (app.ts).
+ */
+export function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
+  const path = `${req.method} ${(req.raw.url ?? "/").split("?")[0]?.slice(0, 200)}`;
+  const answer =
+    err.code === "FST_ERR_BAD_URL"
+      ? badRequest("The URL's path is not valid percent-encoded UTF-8; encode it as RFC 3986 says.")
+      : err.code === "FST_ERR_MAX_PARAM_LENGTH"
+        ? new ApiError(404, "NOT_FOUND", `No route ${path}: a path segment is longer than 100 characters.`)
+        : new ApiError(500, "INTERNAL_ERROR", "Internal server error.");
+  if (answer.statusCode >= 500) req.log.error({ err }, "request failed");
+  void reply.code(answer.statusCode).send(renderError("envelope", answer));
+}

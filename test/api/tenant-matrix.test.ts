@@ -1,0 +1,591 @@
+import t, { type Test } from "tap";
+import { z } from "zod";
+import type { Route } from "../../src/http/route.js";
+import { routes } from "../../src/http/routes/index.js";
+import { TOOL_NAMES } from "../../src/mcp/tools.js";
+import { testApp } from "../helpers/app.js";
+import {
+  accountOf,
+  alertAccountProblems,
+  type Caller,
+  callTool,
+  cells,
+  type Expect,
+  expectRest,
+  expectTool,
+  type Extra,
+  type MatrixWorld,
+  pad,
+  PERSONAL,
+  scan,
+  type Scope,
+  seedMatrixWorld,
+  type Target,
+  TENANTS,
+  visibleScopes,
+} from "../helpers/matrix.js";
+import { routeKey, routeSamples, sampleHeartbeat } from "../helpers/route-samples.js";
+import { call } from "../helpers/tenants.js";
+
+/**
+ * The tenant matrix (issue #16 point 6), measured: every authenticated REST route called by the
+ * seven kinds of caller over the connections of three tenants, and every MCP tool called by the
+ * users, each answer compared with what the policy below expects and searched for other tenants'
+ * data. test/api/security.test.ts proves each route's permission and its 401/403/404 shapes with
+ * one tenant pair; this walks every caller against every tenant and looks inside the bodies.
+ *
+ * Tenants (test/helpers/matrix.ts): carol's personal account; org A (alice owner, dave member);
+ * org B (bob owner). Each has a workflow_a, a workflow_b and a gateway connection with samples,
+ * executions, usage, heartbeats, an anomaly, an incident and its alerts (e-mail and webhook).
+ * Alice and bob also have personal connections, which must not leak either.
+ *
+ * The policy (SPEC "Authentication", "Errors", "Endpoints"; code: src/identity/repository.ts
+ * visibleConnectionsCondition, src/identity/visibility.ts, src/connections/scope.ts):
+ *
+ * | caller                                 | sees the connections of      | may also                                         |
+ * |----------------------------------------|------------------------------|--------------------------------------------------|
+ * | owner's personal key (alice)           | alice's own + org A          | delete A's (owner); create in own / A            |
+ * | member's personal key (dave)           | dave's own + org A           | create and edit in A; NOT delete A's (403)       |
+ * | org key of another org (B, bob)        | org B only                   | create only in B; B's budget and webhooks        |
+ * | org key of the same org (A, alice)     | org A only (not alice's own) | create only in A; A's budget and webhooks        |
+ * | read-only key (alice, connections:read)| as the owner, reads only     | nothing else: 403 on every other permission      |
+ * | ingestion key (A's gateway)            | nothing through the REST API | POST /v1/gateway/ingest only (201); 403 elsewhere|
+ * | revoked key                            | nothing                      | 401 everywhere                                   |
+ *
+ * Per route, in this order (expectRest): revoked 401; heartbeat route only for the ingestion key,
+ * the ingestion key nowhere else (403); missing permission 403; a connection the key does not see
+ * 403 (not 404: SPEC Errors); then the route's own rule: DELETE of an organization's connection
+ * needs admin/owner; placing a connection (POST, PUT organization_id) needs a role in the target
+ * organization and an org key places only in its own (never personal); an organization's budget
+ * and webhooks need admin/owner; a webhook of another account is 404. A 2xx list may hold rows of
+ * visible connections only, and must hold rows of every tenant the caller sees (so "0 leaks"
+ * cannot come from empty answers). No answer may contain another scope's ids, names, e-mails or
+ * any secret, except what the caller itself sent.
+ *
+ * MCP (SPEC "Tool server"): callers are users (owner, member, another org's owner, a user with no
+ * org) with real OAuth tokens, plus a revoked and an expired token (401). A user sees their own
+ * connections plus their organizations'; another's connection is "not found or not accessible";
+ * get_gateway_usage on another kind is an error.
+ */
+
+const NONE: Target = { type: "none" };
+type Req = { url: string; body?: unknown };
+
+interface Plan {
+  /** The row's name in the table: the route, and the variant when a route has several. */
+  label: string;
+  route: Route;
+  targets(w: MatrixWorld, c: Caller): Target[];
+  request(w: MatrixWorld, c: Caller, target: Target): Promise<Req>;
+  extra?: Extra;
+  /** A 2xx must hold rows of every tenant the caller sees. */
+  coverage?: boolean;
+  /** Checks of a 2xx body beyond the scan (an account's own records). */
+  check?(w: MatrixWorld, c: Caller, body: unknown, target: Target): string[];
+  /** After the call: forget or tidy what it made. */
+  after?(w: MatrixWorld, c: Caller, target: Target, status: number, body: string, req: Req): Promise<void>;
+}
+
+const connectionId = (target: Target) => {
+  if (target.type !== "connection") throw new Error("a connection target was expected");
+  return target.id;
+};
+
+/** The security suite's test: does a route name a connection (path id, or connection_id in query or body)? */
+function namesConnection(r: Route): boolean {
+  if (r.params) return true;
+  return [r.query, r.body].some(
+    (s) =>
+      s !== undefined &&
+      JSON.stringify(z.toJSONSchema(s, { io: "input", unrepresentable: "any" })).includes('"connection_id"'),
+  );
+}
+
+/** The IDs of a caller's account, as /v1/budget answers them. */
+const accountId = (w: MatrixWorld, c: Caller) => {
+  const a = accountOf(c);
+  if (a === "orgA" || a === "orgB") return w.base.orgs[a].id;
+  const user = (Object.keys(PERSONAL) as (keyof typeof PERSONAL)[]).find((u) => PERSONAL[u] === a);
+  return user ? w.base.users[user].id : "";
+};
+
+/**
+ * GET /v1/connections: `pagination.total` counts what the caller sees, and nothing else (a count
+ * of another tenant's connections would reveal them too), with the organization filter applied.
+ */
+function connectionTotal(w: MatrixWorld, c: Caller, body: unknown, target: Target): string[] {
+  const visible = visibleScopes(c);
+  const personal = (s: Scope) => s !== "orgA" && s !== "orgB";
+  const expected = [...w.live().values()].filter(
+    (s) =>
+      visible.includes(s) &&
+      (target.type !== "filter" || (target.org === "personal" ? personal(s) : s === target.org)),
+  ).length;
+  const total = (body as { pagination?: { total?: number } }).pagination?.total;
+  return total === expected ? [] : [`pagination.total is ${total}, the caller sees ${expected}`];
+}
+
+const alertsCheck = (w: MatrixWorld, c: Caller, body: unknown) =>
+  alertAccountProblems(w, visibleScopes(c), body);
+
+/** The plans of one route: its list call, its per-connection calls, its variants. */
+function plansFor(route: Route): Plan[] {
+  const name = routeKey(route);
+  const sample = routeSamples[name];
+  if (!sample) return [];
+  const first = (w: MatrixWorld): Req => {
+    const [ok] = sample.ok(w.routeWorld);
+    if (!ok) throw new Error(`${name}: no sample request`);
+    return { url: ok.url, body: ok.body };
+  };
+  const naming = (w: MatrixWorld, id: string): Req => {
+    if (!sample.naming) throw new Error(`${name}: the sample does not name a connection`);
+    const r = sample.naming(w.routeWorld, id);
+    return { url: r.url, body: r.body };
+  };
+  const list = (more: Partial<Plan> = {}): Plan => ({
+    label: name,
+    route,
+    targets: () => [NONE],
+    request: async (w) => first(w),
+    ...more,
+  });
+  const perConnection = (more: Partial<Plan> = {}): Plan => ({
+    label: name,
+    route,
+    targets: (w) => w.connectionTargets,
+    request: async (w, _c, target) => naming(w, connectionId(target)),
+    ...more,
+  });
+  const byConnection = (label = `${name}?connection_id`) => perConnection({ label });
+
+  switch (name) {
+    case "GET /v1/connections":
+      return [
+        list({ coverage: true, check: connectionTotal }),
+        list({
+          label: `${name}?organization_id`,
+          targets: () =>
+            (["personal", "orgA", "orgB"] as const).map((org): Target => ({ type: "filter", org })),
+          request: async (w, _c, target) => {
+            if (target.type !== "filter") throw new Error("a filter target was expected");
+            const org = target.org === "personal" ? "personal" : w.base.orgs[target.org].id;
+            return { url: `/v1/connections?organization_id=${org}&limit=100` };
+          },
+          check: connectionTotal,
+        }),
+      ];
+    case "GET /v1/alerts":
+      return [
+        list({ coverage: true, check: alertsCheck }),
+        perConnection({ label: `${name}?connection_id`, check: alertsCheck }),
+      ];
+    case "GET /v1/usage":
+    case "GET /v1/analytics":
+    case "GET /v1/executions":
+    case "GET /v1/availability":
+    case "GET /v1/availability/summary":
+    case "GET /v1/incidents":
+    case "GET /v1/anomalies":
+      return [list({ coverage: true }), byConnection()];
+    case "GET /v1/webhooks":
+      return [
+        list({
+          check: (w, c, body) =>
+            ((body as { webhooks?: { id: string }[] }).webhooks ?? [])
+              .filter((h) => {
+                const owners = w.tokens.get(h.id);
+                return !Array.isArray(owners) || owners[0] !== accountOf(c);
+              })
+              .map((h) => `webhook ${h.id} is not of the key's account`),
+        }),
+      ];
+    case "GET /v1/budget":
+    case "PUT /v1/budget":
+      return [
+        list({
+          extra: name === "PUT /v1/budget" ? "account-admin" : undefined,
+          request: async () => ({
+            url: "/v1/budget",
+            body: name === "PUT /v1/budget" ? { monthly_budget_usd: 1_000_000 } : undefined,
+          }),
+          check: (w, c, body) =>
+            (body as { account_id?: string }).account_id === accountId(w, c)
+              ? []
+              : [`account_id is not the key's account (${accountOf(c)})`],
+        }),
+      ];
+    case "POST /v1/webhooks": {
+      let n = 0;
+      return [
+        list({
+          extra: "account-admin",
+          request: async (_w, c) => {
+            const a = accountOf(c).toLowerCase();
+            return {
+              url: "/v1/webhooks",
+              body: { url: `https://hooks-${a}.example.com/T_${accountOf(c)}_new${++n}` },
+            };
+          },
+          after: async (w, c, _t, status, body) => {
+            if (status !== 201) return;
+            const made = JSON.parse(body) as { id: string; secret: string };
+            w.token(made.id, [accountOf(c)]);
+            w.token(made.secret, "secret");
+            await w.removeWebhook(made.id);
+          },
+        }),
+      ];
+    }
+    case "DELETE /v1/webhooks/:id":
+      return [
+        {
+          label: name,
+          route,
+          targets: () => [
+            ...TENANTS.map((account): Target => ({ type: "webhook", account })),
+            { type: "webhook", account: "own" },
+          ],
+          request: async (w, c, target) => {
+            if (target.type !== "webhook") throw new Error("a webhook target was expected");
+            const id = await w.freshWebhook(target.account === "own" ? accountOf(c) : target.account);
+            return { url: `/v1/webhooks/${id}` };
+          },
+          after: async (w, _c, _t, _s, _b, req) => w.removeWebhook(req.url.split("/").pop() ?? ""),
+        },
+      ];
+    case "POST /v1/gateway/ingest":
+      return [
+        list({ request: async () => ({ url: "/v1/gateway/ingest", body: sampleHeartbeat(new Date()) }) }),
+      ];
+    case "POST /v1/connections":
+      return [
+        {
+          label: name,
+          route,
+          targets: () =>
+            (["omitted", "personal", "orgA", "orgB"] as const).map((org): Target => ({
+              type: "placement",
+              org,
+            })),
+          request: async (w, c, target) => {
+            if (target.type !== "placement") throw new Error("a placement target was expected");
+            const scope: Scope =
+              target.org === "orgA" || target.org === "orgB"
+                ? target.org
+                : target.org === "omitted" && c.org
+                  ? c.org
+                  : PERSONAL[c.user];
+            return {
+              url: "/v1/connections",
+              body: {
+                service_type: "gateway",
+                service_name: `T_${scope}_created`,
+                ...(target.org === "omitted"
+                  ? {}
+                  : { organization_id: target.org === "personal" ? "personal" : w.base.orgs[target.org].id }),
+              },
+            };
+          },
+          after: async (w, c, target, status, body) => {
+            if (status !== 201 || target.type !== "placement") return;
+            const made = JSON.parse(body) as { connection: { id: string }; ingest_api_key: string | null };
+            const scope: Scope =
+              target.org === "orgA" || target.org === "orgB"
+                ? target.org
+                : target.org === "omitted" && c.org
+                  ? c.org
+                  : PERSONAL[c.user];
+            w.adopt(made.connection.id, scope);
+            if (made.ingest_api_key) w.token(made.ingest_api_key, "secret");
+          },
+        },
+      ];
+    case "PUT /v1/connections/:id": {
+      // a move needs a connection of its own: it changes who sees it
+      const move = (label: string, extra: Extra, org: (w: MatrixWorld) => string): Plan =>
+        perConnection({
+          label: `${name} ${label}`,
+          extra,
+          request: async (w, _c, target) => {
+            if (target.type !== "connection") throw new Error("a connection target was expected");
+            const id = await w.freshConnection(target.tenant, target.kind, "move");
+            return { url: `/v1/connections/${id}`, body: { organization_id: org(w) } };
+          },
+          after: async (w, c, target, status, _b, req) => {
+            if (status !== 200 || target.type !== "connection") return;
+            const id = req.url.split("/").pop() ?? "";
+            // where it went: org B, or (made personal) the personal account of whoever moved it;
+            // carol's personal connection stays carol's
+            w.adopt(
+              id,
+              extra === "move-to-orgB" ? "orgB" : target.tenant === "carol" ? "carol" : PERSONAL[c.user],
+            );
+          },
+        });
+      return [
+        perConnection({
+          label: `${name} rename`,
+          request: async (w, _c, target) => ({
+            url: `/v1/connections/${connectionId(target)}`,
+            body: { service_name: `T_${w.scopeOf(connectionId(target))}_renamed` },
+          }),
+        }),
+        move("move→orgB", "move-to-orgB", (w) => w.base.orgs.orgB.id),
+        move("move→personal", "move-to-personal", () => "personal"),
+      ];
+    }
+    case "DELETE /v1/connections/:id":
+      return [
+        perConnection({
+          extra: "delete-connection",
+          request: async (w, _c, target) => {
+            if (target.type !== "connection") throw new Error("a connection target was expected");
+            return { url: `/v1/connections/${await w.freshConnection(target.tenant, target.kind, "del")}` };
+          },
+          after: async (w, _c, _t, status, _b, req) => {
+            if (status === 200) w.forget(req.url.split("/").pop() ?? "");
+          },
+        }),
+      ];
+    case "POST /v1/incidents/:id/acknowledge":
+      return [
+        perConnection({
+          request: async (w, _c, target) => ({
+            url: `/v1/incidents/${await w.freshIncident(connectionId(target))}/acknowledge`,
+            body: { note: "matrix" },
+          }),
+        }),
+      ];
+    default:
+      // GET/PUT/DELETE of one connection's resources and the usage routes naming one
+      return sample.naming ? [perConnection()] : [list()];
+  }
+}
+
+interface Row {
+  label: string;
+  caller: string;
+  targets: Target[];
+  expected: string[];
+  observed: string[];
+  rules: string[];
+  leaks: string[];
+  /** The question, when every mismatch of the row is a policy question; "" once one is not. */
+  decide?: string;
+}
+
+function printRows(t: Test, title: string, rows: Row[]) {
+  const lines = [title];
+  for (const r of rows) {
+    const ok = r.expected.every((e, i) => e === r.observed[i]);
+    lines.push(
+      `${ok ? " " : "✗"} ${pad(r.label, 46)} ${pad(r.caller, 10)} expected ${pad(cells(r.targets, r.expected), 34)}` +
+        ` observed ${pad(cells(r.targets, r.observed), 34)} leaks ${r.leaks.length}`,
+    );
+  }
+  t.comment(lines.join("\n"));
+}
+
+t.test("tenant matrix: every REST route, every caller, every tenant", async (t) => {
+  const started = Date.now();
+  const ta = await testApp(t);
+  const w = await seedMatrixWorld(ta);
+  const seeded = Date.now();
+  const scopeOfConnection = (id: string) => {
+    try {
+      return w.scopeOf(id);
+    } catch {
+      return undefined;
+    }
+  };
+
+  const authenticated = routes.filter((r) => r.auth !== "public");
+  // reads first, then writes, deletes last: a write's throwaways never reach a read's answer
+  const order = (r: Route) => (r.method === "GET" ? 0 : r.method === "DELETE" ? 2 : 1);
+  const plans = [...authenticated].sort((a, b) => order(a) - order(b)).flatMap(plansFor);
+  for (const r of authenticated) {
+    const own = plans.filter((p) => p.route === r);
+    t.ok(own.length > 0, `${routeKey(r)} has a matrix plan (and a sample in route-samples.ts)`);
+    if (
+      namesConnection(r) &&
+      !routeKey(r).startsWith("DELETE /v1/webhooks") &&
+      !routeKey(r).startsWith("POST /v1/connections")
+    )
+      t.ok(
+        own.some((p) => p.targets(w, w.callers[0] as Caller).some((x) => x.type === "connection")),
+        `${routeKey(r)} names a connection: called over each tenant's connections`,
+      );
+  }
+
+  t.comment(
+    [
+      "REST callers:",
+      ...w.callers.map((c) => `  ${pad(c.name, 10)} ${c.label}`),
+      "Each row: route (variant), caller, then per target expected and observed status, and leaks found.",
+      "Targets: carol/orgA/orgB = that tenant's connections (one cell when its workflow_a, workflow_b",
+      "and gateway agree, else wfa/wfb/gw); a list is called once (one value); ✗ marks a mismatch.",
+    ].join("\n"),
+  );
+  let calls = 0;
+  let mismatches = 0;
+  let todo = 0;
+  let leaks = 0;
+  for (const plan of plans) {
+    const rows: Row[] = [];
+    for (const c of w.callers) {
+      const targets = plan.targets(w, c);
+      const row: Row = {
+        label: plan.label,
+        caller: c.name,
+        targets,
+        expected: [],
+        observed: [],
+        rules: [],
+        leaks: [],
+      };
+      for (const target of targets) {
+        const exp: Expect = expectRest(plan.route, c, target, w, plan.extra);
+        const req = await plan.request(w, c, target);
+        const res = await call(ta.app, c.key, plan.route.method, req.url, req.body);
+        calls++;
+        const visible = visibleScopes(c);
+        const requestText = `${req.url} ${JSON.stringify(req.body ?? null)}`;
+        const found = scan(w, visible, scopeOfConnection, res.body, requestText);
+        const problems = [...found.leaks];
+        let observed = String(res.statusCode);
+        if (res.statusCode < 300) {
+          if (plan.check) problems.push(...plan.check(w, c, res.json(), target));
+          if (plan.coverage) {
+            const missing = TENANTS.filter((x) => visible.includes(x) && !found.rowScopes.has(x));
+            if (missing.length) observed += ` (no rows of ${missing.join(",")})`;
+          }
+        }
+        row.expected.push(String(exp.status));
+        row.observed.push(observed);
+        row.rules.push(exp.rule);
+        // a row is a policy question only when each of its mismatches is one
+        if (observed !== String(exp.status)) {
+          if (exp.decide && row.decide !== "") row.decide = exp.decide;
+          else row.decide = "";
+        }
+        row.leaks.push(...problems.map((p) => `${c.name} → ${req.url}: ${p}`));
+        if (plan.after) await plan.after(w, c, target, res.statusCode, res.body, req);
+      }
+      rows.push(row);
+      const wrong = row.expected.filter((e, i) => e !== row.observed[i]).length;
+      mismatches += wrong;
+      leaks += row.leaks.length;
+      const what = `${plan.label} — ${c.label}`;
+      if (wrong && row.decide) {
+        todo += wrong;
+        t.same(row.observed, row.expected, `${what}: a policy question`, {
+          todo: row.decide,
+          rules: row.rules,
+        });
+      } else
+        t.same(row.observed, row.expected, `${what}: as the policy says`, {
+          targets: row.targets.map((x) => (x.type === "connection" ? `${x.tenant}/${x.kind}` : x.type)),
+          rules: row.rules,
+        });
+      t.same(row.leaks, [], `${what}: no other tenant's data`);
+    }
+    printRows(t, `REST ${plan.label}`, rows);
+  }
+  t.comment(
+    `REST tenant matrix: ${calls} calls (${plans.length} route rows × ${w.callers.length} callers × their targets), ` +
+      `${mismatches} mismatches${todo ? ` (${todo} of them policy questions, marked todo)` : ""}, ${leaks} leaks ` +
+      `(seeding ${((seeded - started) / 1000).toFixed(1)} s, calls ${((Date.now() - seeded) / 1000).toFixed(1)} s)`,
+  );
+
+  // ---------------------------------------------------------------------------------------------
+  // MCP: the tools, called by users.
+  // ---------------------------------------------------------------------------------------------
+  const mcpStarted = Date.now();
+  const tools: { name: string; perConnection: boolean; coverage?: boolean }[] = [
+    { name: "list_connections", perConnection: false, coverage: true },
+    { name: "list_recent_executions", perConnection: false, coverage: true },
+    { name: "list_recent_executions", perConnection: true },
+    { name: "get_connection_health", perConnection: true },
+    { name: "get_gateway_usage", perConnection: true },
+    { name: "list_anomalies", perConnection: false, coverage: true },
+    { name: "get_alert_history", perConnection: false, coverage: true },
+  ];
+  t.same(
+    [...new Set(tools.map((x) => x.name))].sort(),
+    [...TOOL_NAMES].sort(),
+    "every MCP tool is in the matrix",
+  );
+  t.comment(["MCP callers:", ...w.mcpCallers.map((c) => `  ${pad(c.name, 10)} ${c.label}`)].join("\n"));
+  let mcpCalls = 0;
+  let mcpMismatches = 0;
+  let mcpLeaks = 0;
+  for (const tool of tools) {
+    const rows: Row[] = [];
+    const label = tool.perConnection ? `${tool.name}(connection_id)` : tool.name;
+    for (const c of w.mcpCallers) {
+      const targets: Target[] = tool.perConnection ? w.connectionTargets : [NONE];
+      const row: Row = { label, caller: c.name, targets, expected: [], observed: [], rules: [], leaks: [] };
+      for (const target of targets) {
+        const exp = expectTool(tool.name, c, target, w);
+        const args = target.type === "connection" ? { connection_id: target.id } : {};
+        const res = await callTool(ta, c.token, tool.name, args);
+        mcpCalls++;
+        const visible = visibleScopes(c);
+        const found = scan(w, visible, scopeOfConnection, res.body, res.request);
+        let observed: string = res.outcome;
+        if (res.outcome === "ok" && tool.coverage) {
+          const missing = TENANTS.filter((x) => visible.includes(x) && !found.rowScopes.has(x));
+          if (missing.length) observed += ` (no rows of ${missing.join(",")})`;
+        }
+        row.expected.push(exp.outcome);
+        row.observed.push(observed);
+        row.rules.push(exp.rule);
+        row.leaks.push(...found.leaks.map((p) => `${c.name} → ${tool.name} ${JSON.stringify(args)}: ${p}`));
+      }
+      rows.push(row);
+      mcpMismatches += row.expected.filter((e, i) => e !== row.observed[i]).length;
+      mcpLeaks += row.leaks.length;
+      t.same(row.observed, row.expected, `MCP ${label} — ${c.label}: as the policy says`, {
+        rules: row.rules,
+      });
+      t.same(row.leaks, [], `MCP ${label} — ${c.label}: no other tenant's data`);
+    }
+    printRows(t, `MCP ${label}`, rows);
+  }
+  t.comment(
+    `MCP tenant matrix: ${mcpCalls} calls (${tools.length} tool rows × ${w.mcpCallers.length} callers × their targets), ` +
+      `${mcpMismatches} mismatches, ${mcpLeaks} leaks (${((Date.now() - mcpStarted) / 1000).toFixed(1)} s)`,
+  );
+  // The checks are not vacuous: the owner's answers, read as if another caller had received
+  // them, are flagged (the other org's key, the member, the same org's key, carol).
+  const [owner, member, otherOrg, sameOrg] = w.callers as [Caller, Caller, Caller, Caller];
+  const listed = await call(ta.app, owner.key, "GET", "/v1/connections?limit=100");
+  t.ok(
+    scan(w, visibleScopes(otherOrg), scopeOfConnection, listed.body, "").leaks.length > 0,
+    "scan flags org A's connections shown to org B's key",
+  );
+  t.ok(
+    connectionTotal(w, member, listed.json(), NONE).length > 0,
+    "the total check flags alice's personal connections counted for dave",
+  );
+  const alerts = await call(ta.app, owner.key, "GET", "/v1/alerts?limit=1000");
+  t.ok(
+    alertAccountProblems(w, visibleScopes(sameOrg), alerts.json()).length > 0,
+    "the alert check flags alice's personal audits shown to org A's key",
+  );
+  const mcpListed = await callTool(ta, (w.mcpCallers[0] as { token: string }).token, "list_connections", {});
+  t.ok(
+    scan(w, ["carol"], scopeOfConnection, mcpListed.body, "").leaks.length > 0,
+    "scan flags alice's tools answer shown to carol",
+  );
+  t.ok(
+    scan(w, TENANTS, scopeOfConnection, JSON.stringify({ x: w.base.secrets[0] }), "").leaks.length > 0,
+    "scan flags a secret, whoever asks",
+  );
+
+  t.comment(
+    `${calls + mcpCalls} calls, ${mismatches + mcpMismatches} mismatches, ${leaks + mcpLeaks} leaks` +
+      (todo ? ` (${todo} mismatches are policy questions marked todo)` : ""),
+  );
+});
