@@ -12,8 +12,8 @@ import {
   ServiceError,
   unavailable,
 } from "./http/errors.js";
-import { registerAuth } from "./http/auth.js";
-import { registerInputRules } from "./http/edge.js";
+import { registerAuth, takeUserQuota } from "./http/auth.js";
+import { frameworkErrors, registerInputRules } from "./http/edge.js";
 import { LazyChildLogger } from "./lib/logger.js";
 import { registerDocs } from "./http/docs.js";
 import { openApiDocument } from "./http/openapi.js";
@@ -105,6 +105,8 @@ export async function buildApp(ctx: AppContext, opts: AppOptions = {}): Promise<
     return503OnClosing: true,
     forceCloseConnections: "idle",
     ajv: { customOptions: { coerceTypes: false } },
+    // a URL the router cannot read answers in the API's error body (edge.ts)
+    frameworkErrors,
   });
 
   app.addHook("onRequest", async (req, reply) => {
@@ -184,6 +186,9 @@ export async function buildApp(ctx: AppContext, opts: AppOptions = {}): Promise<
   // The OAuth 2.1 authorization server and sign-in pages (the MCP tool server's door in).
   await registerOAuth(app, ctx);
   // The read-only MCP tool server at /mcp, for users signed in with OAuth.
-  registerMcp(app, ctx, mcpAuthenticate(ctx));
+  // Its requests count against the user's hourly budget, shared with the user's personal keys.
+  registerMcp(app, ctx, mcpAuthenticate(ctx), (user, reply) =>
+    takeUserQuota(ctx, limiter, user.userId, reply),
+  );
   return app;
 }

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { AppContext } from "../core/context.js";
 import { type Actor, hasPermission, type Permission } from "../core/actor.js";
 import { ApiError } from "./errors.js";
-import { keyStore } from "../identity/keys.js";
+import { keyStore, userRateBudget } from "../identity/keys.js";
 import type { RateLimiter } from "../ratelimit/limiter.js";
 
 declare module "fastify" {
@@ -119,4 +119,26 @@ export function registerAuth(
     if (!hasPermission(actor, auth.permission))
       throw new ApiError(403, "FORBIDDEN", `This API key lacks the ${auth.permission} permission.`);
   });
+}
+
+/**
+ * The rate limit of a signed-in user's request (the MCP tool server): counted against the user's
+ * personal account, the scope and limit of the user's personal API keys, with the same
+ * X-RateLimit-* headers. Answers whether it may go on, and when not, the seconds until the
+ * window resets and the limit, for the door to answer 429 in its own body.
+ */
+export async function takeUserQuota(
+  ctx: AppContext,
+  limiter: RateLimiter,
+  userId: string,
+  reply: FastifyReply,
+): Promise<{ allowed: true } | { allowed: false; retryAfter: number; limit: number }> {
+  const budget = await userRateBudget(ctx, userId);
+  if (!budget) return { allowed: true }; // the token check refuses a deleted user itself
+  const decision = await limiter.take(budget.scope, budget.limitPerHour);
+  setRateHeaders(reply, decision);
+  if (decision.allowed) return { allowed: true };
+  const retryAfter = Math.max(1, Math.ceil(decision.reset - ctx.now().getTime() / 1000));
+  reply.header("Retry-After", retryAfter);
+  return { allowed: false, retryAfter, limit: decision.limit };
 }

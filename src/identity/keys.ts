@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import type { Queryable, RelationalStore } from "../stores/relational/types.js";
 import { API_RATE_LIMIT_PER_HOUR, INGEST_RATE_LIMIT_PER_HOUR } from "./plans.js";
 import type { KeyActor } from "../core/actor.js";
-import { perApp } from "../core/context.js";
+import { type AppContext, perApp } from "../core/context.js";
 import {
   insertKeyRow,
   type KeyKind,
@@ -11,6 +11,7 @@ import {
   type KeyRow,
   type NewKey,
   recordKeysLastUsed,
+  userRateRow,
 } from "./repository.js";
 
 export type { KeyKind };
@@ -25,6 +26,29 @@ export interface RateBudget {
 export interface KeyAuth {
   actor: KeyActor;
   rateLimit: RateBudget;
+}
+
+/** How long a signed-in user's budget is remembered (a plan change applies within this). */
+const USER_BUDGET_TTL_MS = 60_000;
+const userBudgets = perApp(() => new Map<string, { budget: RateBudget | null; until: number }>());
+
+/**
+ * The rate budget of a signed-in user (an MCP client through OAuth): the user's personal
+ * account, the same scope and limit as the user's personal API keys, so a user's keys and AI
+ * assistants share one hourly budget. Null when the user no longer exists.
+ */
+export async function userRateBudget(ctx: AppContext, userId: string): Promise<RateBudget | null> {
+  const cache = userBudgets(ctx);
+  const now = Date.now();
+  const hit = cache.get(userId);
+  if (hit && hit.until > now) return hit.budget;
+  const row = await userRateRow(ctx.stores.db, userId);
+  const budget = row
+    ? { scope: `user:${userId}`, limitPerHour: row.rate_limit_per_hour ?? API_RATE_LIMIT_PER_HOUR[row.plan] }
+    : null;
+  if (cache.size > 10_000) cache.clear();
+  cache.set(userId, { budget, until: now + USER_BUDGET_TTL_MS });
+  return budget;
 }
 
 /**

@@ -155,6 +155,18 @@ export async function accountPlan(
   return r.rows[0]?.plan;
 }
 
+/** A user's plan and own rate limit (null: the plan's), or undefined when the user is gone. */
+export async function userRateRow(
+  db: Queryable,
+  userId: string,
+): Promise<{ plan: Plan; rate_limit_per_hour: number | null } | undefined> {
+  const r = await db.query<{ plan: Plan; rate_limit_per_hour: number | null }>(
+    "SELECT plan, rate_limit_per_hour FROM users WHERE id = $1",
+    [userId],
+  );
+  return r.rows[0];
+}
+
 // --- API keys ---
 
 /** How a key is stored: personal, bound to one organization, or bound to one gateway (usage-ingestion). */

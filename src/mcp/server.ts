@@ -46,6 +46,15 @@ const INSTRUCTIONS =
  */
 export type McpAuthenticate = (req: FastifyRequest, reply: FastifyReply) => Promise<UserActor | null>;
 
+/**
+ * Counts a signed-in request against the user's hourly budget (set by the app from the REST
+ * rate limiter); when it is spent, the tool server answers 429 with Retry-After.
+ */
+export type McpQuota = (
+  user: UserActor,
+  reply: FastifyReply,
+) => Promise<{ allowed: true } | { allowed: false; retryAfter: number; limit: number }>;
+
 const actors = new WeakMap<FastifyRequest, UserActor>();
 
 function send(reply: FastifyReply, status: number, code: number, message: string) {
@@ -106,10 +115,16 @@ function edgeError(
 /**
  * Mounts the tool server at `/mcp` on `app`: POST carries JSON-RPC; GET, DELETE, PUT and PATCH
  * answer 405 with `Allow: POST` (no server-sent-event stream, no sessions to delete). On every
- * method a token in the query string is refused first, then `authenticate` runs, before the body
- * is read: a request without a valid token gets the 401 `authenticate` sends.
+ * method a token in the query string is refused first, then `authenticate` runs, then `quota`,
+ * before the body is read: a request without a valid token gets the 401 `authenticate` sends,
+ * one over the user's hourly budget a 429.
  */
-export function registerMcp(app: FastifyInstance, ctx: AppContext, authenticate: McpAuthenticate): void {
+export function registerMcp(
+  app: FastifyInstance,
+  ctx: AppContext,
+  authenticate: McpAuthenticate,
+  quota?: McpQuota,
+): void {
   const signIn = async (req: FastifyRequest, reply: FastifyReply) => {
     const query = req.query as Record<string, unknown> | undefined;
     const named = TOKEN_PARAMS.find((p) => query && p in query);
@@ -125,6 +140,16 @@ export function registerMcp(app: FastifyInstance, ctx: AppContext, authenticate:
     if (!user) {
       if (!reply.sent) return send(reply, 401, RPC.serverError, "Unauthorized: sign in first.");
       return reply;
+    }
+    if (quota) {
+      const q = await quota(user, reply);
+      if (!q.allowed)
+        return send(
+          reply,
+          429,
+          RPC.serverError,
+          `Rate limit of ${q.limit} requests per hour exceeded (shared with your personal API keys); retry in ${q.retryAfter} s.`,
+        );
     }
     actors.set(req, user);
   };

@@ -37,5 +37,5 @@ export function validateWebhookBody(raw: unknown): WebhookBody {
 
 /** A webhook id in the path. */
 export const webhookParams = z.strictObject({
-  id: z.uuid({ error: "must be a webhook id (a UUID)" }),
+  id: z.uuid({ error: "must be a webhook id (a UUID)" }).toLowerCase(),
 });

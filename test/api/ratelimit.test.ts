@@ -5,6 +5,8 @@ import { testApp } from "../helpers/app.js";
 import { requireBackend } from "../helpers/backends.js";
 import { call } from "../helpers/tenants.js";
 import { keyStore } from "../../src/identity/keys.js";
+import { mcpTokenFor } from "../helpers/oauth.js";
+import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 
 t.test("free plan: 100 requests an hour per account, then 429 with Retry-After", async (t) => {
   const ta = await testApp(t);
@@ -154,3 +156,43 @@ t.test(
     t.same(unhandled, [], "no unhandled rejection from the sync timer");
   },
 );
+
+t.test("/mcp counts against the user's hourly budget, shared with the user's personal keys", async (t) => {
+  const ta = await testApp(t);
+  const db = ta.ctx.stores.db;
+  const user = await createUser(db, { email: "mcp-free@x.example", plan: "free" });
+  const key = (await createKey(db, { user: user.id, permissions: [...PERMISSIONS] })).key;
+  const token = await mcpTokenFor(ta.app, ta.ctx, user.id);
+  const mcp = (id: number) =>
+    ta.app.inject({
+      method: "POST",
+      url: "/mcp",
+      headers: {
+        authorization: `Bearer ${token}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": LATEST_PROTOCOL_VERSION,
+      },
+      payload: JSON.stringify({ jsonrpc: "2.0", id, method: "tools/list", params: {} }),
+    });
+  // 60 REST requests with the key, then MCP until the 100 of the free plan are spent
+  for (let i = 0; i < 60; i++) t.equal((await call(ta.app, key, "GET", "/v1/connections")).statusCode, 200);
+  let last = -1;
+  for (let i = 0; i < 40; i++) {
+    const r = await mcp(i);
+    t.equal(r.statusCode, 200, `tools/list ${i}`);
+    t.equal(r.headers["x-ratelimit-limit"], "100");
+    last = Number(r.headers["x-ratelimit-remaining"]);
+  }
+  t.equal(last, 0, "the MCP requests spent what the key left");
+  const over = await mcp(99);
+  t.equal(over.statusCode, 429);
+  const retryAfter = Number(over.headers["retry-after"]);
+  t.ok(retryAfter >= 1 && retryAfter <= 3600, `Retry-After ${retryAfter}`);
+  t.match(over.json(), {
+    jsonrpc: "2.0",
+    id: null,
+    error: { code: -32000, message: /Rate limit of 100 requests per hour exceeded/ },
+  });
+  t.equal((await call(ta.app, key, "GET", "/v1/connections")).statusCode, 429, "and the key's too");
+});

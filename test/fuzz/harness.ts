@@ -544,16 +544,7 @@ const EXAMPLES = 2;
  * Problems found whose fix lies outside the files this suite's fixes may touch; reported as TODO
  * (visible in every run, not failing it) until fixed there. Each names where the fix belongs.
  */
-export const KNOWN: { match: RegExp; todo: string }[] = [
-  {
-    match: /FST_ERR_BAD_URL|FST_ERR_MAX_PARAM_LENGTH/,
-    todo: "src/app.ts: pass `frameworkErrors` (src/http/edge.ts) to the Fastify constructor",
-  },
-  {
-    match: /^DELETE \/v1\/webhooks\/[0-9A-F-]{36} [\s\S]*an upper-case id answered 404/,
-    todo: "src/webhooks/schema.ts (webhooks, in progress elsewhere): webhookParams needs .toLowerCase() as every other id",
-  },
-];
+export const KNOWN: { match: RegExp; todo: string }[] = [];
 
 /** Collects failures by kind (route and first problem), keeping a few examples of each. */
 export class Findings {
