@@ -2,6 +2,8 @@ import type { AppContext } from "../core/context.js";
 import { availabilityDaily, availabilityMonthly, availabilitySamples } from "../stores/series/tables.js";
 import { DAILY_ROLLUP_DAYS, MONTHLY_ROLLUP_YEARS, rawExpiryRules } from "./policy.js";
 import { rollUp } from "./rollups.js";
+import { expireIdempotencyKeys } from "../usage/repository.js";
+import { IDEMPOTENCY_HOURS } from "../usage/record.js";
 
 const DAY_MS = 86_400_000;
 
@@ -20,7 +22,16 @@ export async function expire(ctx: AppContext): Promise<Record<string, number>> {
   const monthsAgo = new Date(now);
   monthsAgo.setUTCFullYear(monthsAgo.getUTCFullYear() - MONTHLY_ROLLUP_YEARS);
   const monthly = await series.expire(availabilityMonthly, [{ before: monthsAgo, keep: [] }]);
-  return { availability_samples: raw, availability_daily: daily, availability_monthly: monthly };
+  const idempotency = await expireIdempotencyKeys(
+    ctx.stores.db,
+    new Date(now.getTime() - IDEMPOTENCY_HOURS * 3_600_000),
+  );
+  return {
+    availability_samples: raw,
+    availability_daily: daily,
+    availability_monthly: monthly,
+    usage_idempotency_keys: idempotency,
+  };
 }
 
 /** Rolls availability up (every 5 minutes in the jobs role, jobs/jobs.ts). */

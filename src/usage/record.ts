@@ -1,11 +1,12 @@
-import { randomUUID } from "node:crypto";
-import { forbidden, notFound, ServiceError } from "../core/errors.js";
+import { createHash, randomUUID } from "node:crypto";
+import { conflict, forbidden, invalidInput, notFound, ServiceError } from "../core/errors.js";
 import { issueMessage } from "../core/issues.js";
 import type { AppContext } from "../core/context.js";
 import type { Actor } from "../core/actor.js";
 import { connectionsAccess } from "../identity/visibility.js";
 import { type RowOf, usageEntries } from "../stores/series/tables.js";
 import { toUsageEntry } from "./entries.js";
+import { claimIdempotencyKey } from "./repository.js";
 import { MAX_BATCH, type UsageEntryInput, usageEntry } from "./schema.js";
 
 export interface ValidationProblem {
@@ -61,18 +62,82 @@ export function validateUsageBody(body: unknown): UsageEntryInput[] {
   return entries;
 }
 
-/** POST /v1/usage: all entries or none, after checking the key reaches every connection. */
-export async function recordUsage(ctx: AppContext, p: Actor, entries: UsageEntryInput[]) {
+/** How long an Idempotency-Key is remembered at least (the retention job removes older claims). */
+export const IDEMPOTENCY_HOURS = 24;
+/** An Idempotency-Key: 1 to 255 visible ASCII characters (a UUID is the usual choice). */
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
+
+/** The header's value checked, or undefined when it is absent. */
+export function idempotencyKeyOf(header: string | string[] | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  if (Array.isArray(header))
+    throw invalidInput("headers.idempotency-key", "is given more than once; send one key per request");
+  if (!IDEMPOTENCY_KEY.test(header))
+    throw invalidInput(
+      "headers.idempotency-key",
+      "must be 1 to 255 visible ASCII characters (a UUID is a good choice)",
+    );
+  return header;
+}
+
+/** A UUID (version 8, name-based) derived from the claim and the entry's index: the same on every resend. */
+function entryId(scope: string, keySha256: string, index: number): string {
+  const h = sha256(`${scope}\u0000${keySha256}\u0000${index}`);
+  const variant = ((parseInt(h.slice(16, 17), 16) & 0x3) | 0x8).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/**
+ * POST /v1/usage: all entries or none, after checking the key reaches every connection.
+ *
+ * With an `idempotencyKey` (the Idempotency-Key header) a resend stores nothing twice: the first
+ * request claims the key (scoped to the API key) in PostgreSQL before writing, which fixes the
+ * batch's timestamp; every entry's id derives from the claim, so a resend writes the same rows,
+ * which the series store's upsert key (ts, id) stores once, and answers what the first answered.
+ * This covers the case a client cannot tell apart: the batch was committed and the answer lost
+ * (a crash, a cut connection). The same key with another body within 24 hours is a 409.
+ */
+export async function recordUsage(
+  ctx: AppContext,
+  p: Actor,
+  entries: UsageEntryInput[],
+  opts: { idempotencyKey?: string } = {},
+) {
   const access = await connectionsAccess(ctx.stores.db, p, [...new Set(entries.map((e) => e.connection_id))]);
   for (const [index, e] of entries.entries()) {
     const a = access.get(e.connection_id);
     if (a === "absent") throw notFound(`Connection ${e.connection_id} not found (entry ${index})`);
     if (a !== "ok") throw forbidden(`No access to connection ${e.connection_id} (entry ${index})`);
   }
-  const created = ctx.now();
-  const rows: RowOf<typeof usageEntries>[] = entries.map((e) => ({
+  let created = ctx.now();
+  let idOf = (_index: number): string => randomUUID();
+  if (opts.idempotencyKey !== undefined) {
+    const scope =
+      p.type === "api_key" || p.type === "ingestion_key"
+        ? p.keyId
+        : `${p.type}:${"userId" in p ? p.userId : p.job}`;
+    const keySha256 = sha256(opts.idempotencyKey);
+    const bodySha256 = sha256(JSON.stringify(entries));
+    const claim = await claimIdempotencyKey(ctx.stores.db, {
+      scope,
+      keySha256,
+      bodySha256,
+      entries: entries.length,
+      at: created,
+    });
+    if (claim.body_sha256 !== bodySha256)
+      throw conflict(
+        `Idempotency-Key was used with a different batch at ${claim.recorded_at.toISOString()}; ` +
+          `a key names one batch for ${IDEMPOTENCY_HOURS} hours: send a new key for a new batch`,
+      );
+    created = claim.recorded_at;
+    idOf = (index) => entryId(scope, keySha256, index);
+  }
+  const rows: RowOf<typeof usageEntries>[] = entries.map((e, index) => ({
     ts: created,
-    id: randomUUID(),
+    id: idOf(index),
     connection_id: e.connection_id,
     entity: e.entity,
     usage_amount: e.usage_amount,

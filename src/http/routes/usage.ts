@@ -1,8 +1,9 @@
 import { z } from "zod";
 import { listUsage } from "../../usage/list.js";
-import { recordUsage, validateUsageBody } from "../../usage/record.js";
+import { idempotencyKeyOf, recordUsage, validateUsageBody } from "../../usage/record.js";
 import { listUsageQuery, MAX_BATCH, usageEntry, usageTotalsQuery } from "../../usage/schema.js";
 import { usageTotals } from "../../usage/totals.js";
+import { envelopeError } from "../responses/errors.js";
 import { usageList, usageRecorded, usageTotals as usageTotalsBody } from "../responses/usage.js";
 import { offsetPagination } from "../paging.js";
 import { defineRoute } from "../route.js";
@@ -16,14 +17,21 @@ export const usageRoutes = [
     method: "POST",
     path: "/v1/usage",
     summary: `Record one usage entry or up to ${MAX_BATCH}`,
+    description:
+      "An optional `Idempotency-Key` header (1 to 255 visible ASCII characters, e.g. a UUID) makes a " +
+      "resend safe: a batch sent again with the same key within 24 hours is stored once and answered " +
+      "with the same entries (ids and timestamps); the same key with a different batch is a 409.",
     auth: "usage:write",
     ingest: true,
     body: z.union([usageEntry, z.array(usageEntry).max(MAX_BATCH)]),
     // every invalid entry is reported (validation_errors), not only the first problem
     parseBody: validateUsageBody,
     status: 201,
-    responses: { 201: usageRecorded },
-    handler: ({ ctx, actor, body }) => recordUsage(ctx, actor, Array.isArray(body) ? body : [body]),
+    responses: { 201: usageRecorded, 409: envelopeError },
+    handler: ({ ctx, actor, body, reply }) =>
+      recordUsage(ctx, actor, Array.isArray(body) ? body : [body], {
+        idempotencyKey: idempotencyKeyOf(reply.request.headers["idempotency-key"]),
+      }),
   }),
   defineRoute({
     ...base,
