@@ -70,19 +70,82 @@ export async function settleAttempt(
 }
 
 /**
+ * Outcomes whose mark could not be written (the relational store was unreachable just after the
+ * SMTP server or the receiver accepted), kept in memory and written before anything new is
+ * claimed: without this, an e-mail accepted while PostgreSQL stops stays `pending` and goes out
+ * again once its claim runs out. Bounded: a delivery job claims nothing while marks are owed, and
+ * an outcome is kept only while its claim holds (CLAIM_MS); after that another node may send the
+ * notification again anyway, so it is dropped with an error in the log.
+ */
+export class OwedMarks {
+  private readonly owed: {
+    n: Parameters<typeof settleAttempt>[1];
+    outcome: AttemptOutcome;
+    done: Date;
+  }[] = [];
+
+  get size(): number {
+    return this.owed.length;
+  }
+
+  /** Settles one attempt; when the store refuses, owes it (and answers as if not given up). */
+  async settle(
+    db: Pick<RelationalStore, "transaction">,
+    n: Parameters<typeof settleAttempt>[1],
+    outcome: AttemptOutcome,
+    done: Date,
+    log: Logger,
+  ): Promise<{ giveUp: boolean }> {
+    try {
+      return await settleAttempt(db, n, outcome, done);
+    } catch (err) {
+      this.owed.push({ n, outcome, done });
+      log.warn(
+        { notification: n.id, err: (err as Error).message },
+        "the outcome of a delivery could not be recorded; kept to record when the store answers",
+      );
+      return { giveUp: false };
+    }
+  }
+
+  /**
+   * Writes what is owed, oldest first; rejects (so the caller claims nothing new) while the store
+   * still refuses. `now` drops outcomes whose claim has run out.
+   */
+  async flush(db: Pick<RelationalStore, "transaction">, now: Date, log: Logger): Promise<void> {
+    while (this.owed.length > 0) {
+      const o = this.owed[0] as (typeof this.owed)[number];
+      if (now.getTime() - o.done.getTime() > CLAIM_MS) {
+        log.error(
+          { notification: o.n.id, sent: o.outcome.error === null },
+          "the outcome of a delivery could not be recorded before its claim ran out; it may be sent again",
+        );
+        this.owed.shift();
+        continue;
+      }
+      await settleAttempt(db, o.n, o.outcome, o.done);
+      this.owed.shift();
+    }
+  }
+}
+
+/**
  * Sends the e-mails of the notifications outbox. Each e-mail is claimed (FOR UPDATE SKIP LOCKED,
  * pushing its next attempt past the claim), sent, then marked sent, so two nodes never send one
  * e-mail at once and a sent one is never sent again. A failure is retried with back-off. Each
  * attempt's outcome of an incident's e-mail (sent, failed with its error, given up) is appended to
  * the incident's timeline in the transaction that marks the e-mail (`settleAttempt`). A crash
  * between the SMTP server's acceptance and the mark could repeat one e-mail after the claim
- * expires; the Message-ID is the notification id, so a mail system can drop the repeat.
+ * expires; the Message-ID is the notification id, so a mail system can drop the repeat. A mark
+ * the store refuses while the process lives (PostgreSQL stopping just after the SMTP server
+ * accepted) is owed and written first on a later tick (`OwedMarks`), so an outage does not.
  * Webhooks have their own job (src/webhooks/delivery.ts) with the same semantics.
  *
  * Without a mailer (SMTP_URL unset) e-mails stay in the outbox and each is logged once.
  */
 export class DeliveryJob {
   private readonly now: () => Date;
+  private readonly owed = new OwedMarks();
 
   constructor(
     private readonly db: () => RelationalStore,
@@ -96,6 +159,7 @@ export class DeliveryJob {
   /** Sends what is due; returns how many were sent. The jobs role runs it every 2 s (jobs/jobs.ts). */
   async tick(): Promise<number> {
     if (!this.mailer) return this.logUnsent();
+    await this.owed.flush(this.db(), this.now(), this.log);
     const at = this.now();
     const claimed = await claimDueMail(this.db(), {
       batch: this.opts.batch ?? 20,
@@ -110,7 +174,7 @@ export class DeliveryJob {
       } catch (err) {
         error = (err as Error).message;
       }
-      const { giveUp } = await settleAttempt(this.db(), n, { error }, this.now());
+      const { giveUp } = await this.owed.settle(this.db(), n, { error }, this.now(), this.log);
       if (error === null) {
         sent++;
         continue;

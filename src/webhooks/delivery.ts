@@ -1,7 +1,7 @@
 import pLimit from "p-limit";
 import type { Agent } from "undici";
 import { type AppContext, perApp } from "../core/context.js";
-import { type AttemptOutcome, CLAIM_MS, settleAttempt } from "../notifications/delivery.js";
+import { type AttemptOutcome, CLAIM_MS, OwedMarks } from "../notifications/delivery.js";
 import { claimDue, connectionNames, type PendingNotification } from "../notifications/repository.js";
 import { payloadOf, signatureHeader } from "./payload.js";
 import { selectWebhookSecret } from "./repository.js";
@@ -19,6 +19,9 @@ const webhookAgent = perApp((ctx): { agent: Agent; close(): Promise<void> } => {
   });
   return { agent, close: () => agent.close() };
 });
+
+/** This app's webhook outcomes not yet recorded (the store refused the mark; see OwedMarks). */
+const owedMarks = perApp(() => new OwedMarks());
 
 /**
  * Delivers the outbox's `webhook` notifications that are due, like e-mail delivery does
@@ -40,6 +43,8 @@ export async function deliverWebhooks(
   opts: { batch?: number; timeoutMs?: number } = {},
 ): Promise<number> {
   const db = ctx.stores.db;
+  const marks = owedMarks(ctx);
+  await marks.flush(db, ctx.now(), ctx.log);
   const at = ctx.now();
   const claimed = await claimDue(db, {
     channel: "webhook",
@@ -67,7 +72,7 @@ export async function deliverWebhooks(
         for (const n of queue) {
           const name = n.connection_id ? (names.get(n.connection_id) ?? null) : null;
           const outcome = await attempt(ctx, n, name, opts.timeoutMs ?? WEBHOOK_TIMEOUT_MS);
-          const { giveUp } = await settleAttempt(db, n, outcome, ctx.now());
+          const { giveUp } = await marks.settle(db, n, outcome, ctx.now(), ctx.log);
           if (outcome.error === null) {
             sent++;
             continue;
