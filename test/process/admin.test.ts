@@ -122,6 +122,10 @@ async function contract(t: Test, env: Record<string, string>, apiUrl?: string) {
   t.match(noKey.out, /no API key with id nope/);
 }
 
+// about 40 s on a quiet host; each command is a process of its own, so a loaded CI host can take
+// several times that (once 189 s, past tap's default 180 s)
+t.setTimeout(480_000);
+
 t.test("admin on PostgreSQL, with no server running", async (t) => {
   if (!(await requireBackend(t, "postgres"))) return;
   await contract(t, { DATABASE_URL: await freshDatabaseUrl(t) });
