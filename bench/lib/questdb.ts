@@ -78,6 +78,19 @@ export async function privateQuestdb(
   log: (s: string) => void,
   opts: { heap?: string; label?: string } = {},
 ): Promise<PrivateQuestdb> {
+  try {
+    return await startPrivateQuestdb(log, opts);
+  } catch {
+    // another process may have taken a port between freePorts() and the bind: once more, on new ones
+    log("the private QuestDB did not start; trying once more on other ports");
+    return startPrivateQuestdb(log, opts);
+  }
+}
+
+async function startPrivateQuestdb(
+  log: (s: string) => void,
+  opts: { heap?: string; label?: string },
+): Promise<PrivateQuestdb> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `vigil-${opts.label ?? "bench"}-qdb-`));
   const [http, httpMin, pgPort, ilp] = (await freePorts(4)) as [number, number, number, number];
   const env = {
