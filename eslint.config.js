@@ -3,6 +3,7 @@
 // and the layering (docs/ARCHITECTURE.md): feature code knows no transport, the core knows no feature.
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
+import globals from "globals";
 
 const TRANSPORT_FREE =
   "Feature code is transport-free: throw a ServiceError (src/core/errors.ts) and return plain results; " +
@@ -12,6 +13,8 @@ export default tseslint.config(
   { ignores: ["dist/", "node_modules/", ".questdb/", "data/", "coverage/", ".tap/"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
+  // the dashboard's own scripts run in the browser (plain JavaScript, no build step)
+  { files: ["assets/**/*.js"], languageOptions: { globals: { ...globals.browser, uPlot: "readonly" } } },
   {
     files: ["**/*.ts"],
     rules: {

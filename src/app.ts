@@ -19,6 +19,7 @@ import { registerDocs } from "./http/docs.js";
 import { openApiDocument } from "./http/openapi.js";
 import { registerRoutes } from "./http/route.js";
 import { registerMcp } from "./mcp/server.js";
+import { registerDashboard } from "./dashboard/index.js";
 import { mcpAuthenticate, registerOAuth } from "./oauth/routes.js";
 import { routes } from "./http/routes/index.js";
 import type { Actor } from "./core/actor.js";
@@ -185,6 +186,8 @@ export async function buildApp(ctx: AppContext, opts: AppOptions = {}): Promise<
   await registerDocs(app, openapi);
   // The OAuth 2.1 authorization server and sign-in pages (the MCP tool server's door in).
   await registerOAuth(app, ctx);
+  // The web dashboard at /, on the sign-in session of the pages above.
+  await registerDashboard(app, ctx);
   // The read-only MCP tool server at /mcp, for users signed in with OAuth.
   // Its requests count against the user's hourly budget, shared with the user's personal keys.
   registerMcp(app, ctx, mcpAuthenticate(ctx), (user, reply) =>

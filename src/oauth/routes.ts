@@ -1,10 +1,7 @@
-import { hkdfSync } from "node:crypto";
-import fastifyCookie from "@fastify/cookie";
-import fastifyCsrf from "@fastify/csrf-protection";
-import fastifyFormbody from "@fastify/formbody";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { UserActor } from "../core/actor.js";
 import type { AppContext } from "../core/context.js";
+import { registerBrowserBasics, SESSION_COOKIE, secureCookies, sessionIdOf } from "../http/browser.js";
 import { consentPage, errorPage, signInPage } from "./pages.js";
 import {
   type AuthRequest,
@@ -41,14 +38,7 @@ import {
  *   GET  /signin, POST /signin, POST /signout         the browser session (the dashboard's too)
  */
 
-export const SESSION_COOKIE = "vigil_session";
-const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]"]);
-
-/** Secure cookies everywhere but plain http on a loopback host (a developer's machine). */
-export function secureCookies(publicUrl: string): boolean {
-  const u = new URL(publicUrl);
-  return !(u.protocol === "http:" && LOOPBACK.has(u.hostname));
-}
+export { SESSION_COOKIE, secureCookies };
 
 export const protectedResourceMetadata = (ctx: AppContext) => ({
   resource: mcpResource(ctx),
@@ -134,9 +124,6 @@ const requestFields = (r: AuthRequest): Record<string, string | null> => ({
 
 export async function registerOAuth(app: FastifyInstance, ctx: AppContext): Promise<void> {
   const secure = secureCookies(ctx.config.publicUrl);
-  const cookieSecret = Buffer.from(
-    hkdfSync("sha256", ctx.secrets.current, "vigil", "cookie signing v1", 32),
-  ).toString("base64url");
 
   app.get("/.well-known/oauth-protected-resource", async () => protectedResourceMetadata(ctx));
   app.get("/.well-known/oauth-protected-resource/mcp", async () => protectedResourceMetadata(ctx));
@@ -147,13 +134,7 @@ export async function registerOAuth(app: FastifyInstance, ctx: AppContext): Prom
   });
 
   await app.register(async (scope) => {
-    await scope.register(fastifyCookie, { secret: cookieSecret });
-    await scope.register(fastifyFormbody, { bodyLimit: 16 * 1024 });
-    await scope.register(fastifyCsrf, {
-      cookieKey: "vigil_csrf",
-      cookieOpts: { path: "/", httpOnly: true, sameSite: "strict", secure, signed: true },
-      getToken: (req) => str((req.body as Record<string, unknown> | undefined)?._csrf) ?? undefined,
-    });
+    await registerBrowserBasics(scope, ctx);
 
     scope.setErrorHandler((err, req, reply) => {
       if (err instanceof OAuthError) return sendOAuthError(reply, err);
@@ -178,16 +159,8 @@ export async function registerOAuth(app: FastifyInstance, ctx: AppContext): Prom
         .send({ error: status >= 500 ? "server_error" : "invalid_request", error_description: description });
     });
 
-    const session = (req: FastifyRequest) => {
-      const raw = req.cookies[SESSION_COOKIE];
-      const unsigned = raw ? req.unsignCookie(raw) : null;
-      return sessionFor(ctx, unsigned?.valid ? (unsigned.value ?? undefined) : undefined);
-    };
-    const sessionId = (req: FastifyRequest) => {
-      const raw = req.cookies[SESSION_COOKIE];
-      const unsigned = raw ? req.unsignCookie(raw) : null;
-      return unsigned?.valid ? (unsigned.value ?? undefined) : undefined;
-    };
+    const session = (req: FastifyRequest) => sessionFor(ctx, sessionIdOf(req));
+    const sessionId = sessionIdOf;
 
     scope.post("/oauth/register", { bodyLimit: 16 * 1024 }, async (req, reply) => {
       const client = await registerClient(ctx, req.body, req.ip);

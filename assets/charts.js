@@ -1,0 +1,1 @@
+// Charts of the connection page (uPlot); written by the connections pages.
