@@ -19,7 +19,7 @@ import { registerDocs } from "./http/docs.js";
 import { openApiDocument } from "./http/openapi.js";
 import { registerRoutes } from "./http/route.js";
 import { registerMcp } from "./mcp/server.js";
-import { registerDashboard } from "./dashboard/index.js";
+import { browserNotFound, registerDashboard } from "./dashboard/index.js";
 import { mcpAuthenticate, registerOAuth } from "./oauth/routes.js";
 import { routes } from "./http/routes/index.js";
 import type { Actor } from "./core/actor.js";
@@ -168,6 +168,7 @@ export async function buildApp(ctx: AppContext, opts: AppOptions = {}): Promise<
       );
       return reply.code(405).header("Allow", allow.join(", ")).send(renderError("envelope", err));
     }
+    if (browserNotFound(req, reply)) return reply;
     const err = new ApiError(404, "NOT_FOUND", `No route ${req.method} ${path}.`);
     return reply.code(404).send(renderError("envelope", err));
   });

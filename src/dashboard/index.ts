@@ -111,6 +111,39 @@ function errorPage(req: FastifyRequest, reply: FastifyReply, err: unknown) {
   return page(reply, "error", { frame, status, message }, status);
 }
 
+/** Where the REST API, the tool server and OAuth live: their 404s stay JSON. */
+const API_PATHS = /^\/(v1|mcp|oauth|\.well-known|docs|healthz|readyz|livez)(\/|$)/;
+
+/**
+ * The 404 of a page a browser asked for (not under the API's paths, Accept naming text/html): an
+ * HTML page in the dashboard's frame with its security headers, instead of the API's JSON body.
+ * Answers false when the caller should answer as the API does.
+ */
+export function browserNotFound(req: FastifyRequest, reply: FastifyReply): boolean {
+  const path = req.url.split("?")[0] ?? "/";
+  if (API_PATHS.test(path) || !(req.headers.accept ?? "").includes("text/html")) return false;
+  if (req.method !== "GET" && req.method !== "HEAD") return false;
+  reply
+    .header(
+      "content-security-policy",
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    )
+    .header("x-content-type-options", "nosniff")
+    .header("referrer-policy", "no-referrer")
+    .header("x-frame-options", "DENY");
+  page(
+    reply,
+    "error",
+    {
+      frame: { user: null, csrf: "", notice: null },
+      status: 404,
+      message: `There is no page at ${path.slice(0, 200)}.`,
+    },
+    404,
+  );
+  return true;
+}
+
 /** Static files of the dashboard: its own (assets/) and uPlot's, read once, cached a day. */
 function registerAssets(scope: FastifyInstance) {
   const files: Record<string, { file: string; type: string }> = {};

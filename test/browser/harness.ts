@@ -1,3 +1,5 @@
+/// <reference lib="dom" />
+// (page.evaluate callbacks run in the browser: the DOM types are needed by the browser tests)
 import fs from "node:fs";
 import { createRequire } from "node:module";
 import net from "node:net";
