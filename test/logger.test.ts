@@ -56,3 +56,13 @@ t.test("Fastify's request logs still carry the request id", async (t) => {
     "completion logged with the id",
   );
 });
+
+t.test("an invitation link's token never reaches the log, also inside return_to", async (t) => {
+  const { logUrl } = await import("../src/lib/logger.js");
+  t.equal(logUrl("/invitations/abcDEF_123-x?y=1"), "/invitations/[redacted]?y=1");
+  t.equal(
+    logUrl("/signin?return_to=%2Finvitations%2FabcDEF&z=2"),
+    "/signin?return_to=%2Finvitations%2F[redacted]&z=2",
+  );
+  t.equal(logUrl("/v1/connections?limit=5"), "/v1/connections?limit=5", "other URLs unchanged");
+});

@@ -18,11 +18,39 @@ export const redactPaths = [
   "password",
 ];
 
+/**
+ * A URL as the log may show it: an invitation link's token (`/invitations/<token>`, also inside a
+ * `return_to` parameter) is a credential and is replaced by `[redacted]`.
+ */
+export function logUrl(url: string): string {
+  return url
+    .replace(/(\/invitations\/)[^/?#&]+/g, "$1[redacted]")
+    .replace(/(%2Finvitations%2F)[^&#]+/gi, "$1[redacted]");
+}
+
+/** Fastify's request serializer (fastify/lib/logger-pino.js), with the URL through `logUrl`. */
+const requestSerializer = (req: {
+  method?: string;
+  url?: string;
+  headers?: Record<string, unknown>;
+  host?: string;
+  ip?: string;
+  socket?: { remotePort?: number };
+}) => ({
+  method: req.method,
+  url: typeof req.url === "string" ? logUrl(req.url) : req.url,
+  version: req.headers?.["accept-version"],
+  host: req.host,
+  remoteAddress: req.ip,
+  remotePort: req.socket?.remotePort,
+});
+
 export function createLogger(level: string, destination?: NodeJS.WritableStream) {
   return pino(
     {
       level,
       redact: { paths: redactPaths, censor: "[redacted]" },
+      serializers: { req: requestSerializer },
       base: { pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,
     },

@@ -13,8 +13,15 @@ import { webhookTargets } from "../webhooks/repository.js";
  * event); delivery claims, sends and marks them (delivery.ts for e-mail, webhooks/delivery.ts).
  */
 
-export type NotificationKind = "failure" | "recovery" | "audit" | "budget_warning" | "anomaly";
-export const NOTIFICATION_KINDS = ["failure", "recovery", "audit", "budget_warning", "anomaly"] as const;
+export type NotificationKind = "failure" | "recovery" | "audit" | "budget_warning" | "anomaly" | "invitation";
+export const NOTIFICATION_KINDS = [
+  "failure",
+  "recovery",
+  "audit",
+  "budget_warning",
+  "anomaly",
+  "invitation",
+] as const;
 export type Channel = "email" | "webhook";
 /** `suppressed`: withheld by noise control before its first attempt; never sent. */
 export type DeliveryStatus = "pending" | "sent" | "failed" | "suppressed";
@@ -23,7 +30,8 @@ export type AuditEvent =
   | "api_key_revoked"
   | "connection_credentials_changed"
   | "connection_deleted"
-  | "membership_changed";
+  | "membership_changed"
+  | "organization_renamed";
 
 /** An account: a personal one (organizationId null) or an organization's. */
 export interface Account {

@@ -121,7 +121,8 @@ export async function newPage(
   const page = await context.newPage();
   page.on("console", (msg) => {
     const text = msg.text();
-    if (/Content.Security.Policy|Refused to (load|execute|apply)/i.test(text)) t.fail(`CSP violation: ${text}`);
+    if (/Content.Security.Policy|Refused to (load|execute|apply)/i.test(text))
+      t.fail(`CSP violation: ${text}`);
   });
   page.on("pageerror", (err) => t.fail(`script error in the page: ${err.message}`));
   return { page, context };
@@ -139,7 +140,11 @@ export async function axe(t: Test, page: Page, label: string): Promise<void> {
     ).axe.run(document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"] } }),
   )) as { violations: { id: string; help: string; nodes: { target: string[] }[] }[] };
   const problems = result.violations.map(
-    (v) => `${v.id} (${v.help}): ${v.nodes.map((n) => n.target.join(" ")).slice(0, 5).join(", ")}`,
+    (v) =>
+      `${v.id} (${v.help}): ${v.nodes
+        .map((n) => n.target.join(" "))
+        .slice(0, 5)
+        .join(", ")}`,
   );
   t.same(problems, [], `${label}: no accessibility violations (axe-core, WCAG 2.1 AA)`);
 }

@@ -37,6 +37,7 @@ export const alert = z.object({
     "connection_credentials_changed",
     "connection_deleted",
     "membership_changed",
+    "organization_renamed",
   ])
     .nullable()
     .describe("for kind audit: what happened"),
