@@ -176,3 +176,49 @@ export async function auditMembershipChanged(
     at: m.at,
   });
 }
+
+/**
+ * A user left an organization or was removed from it (audit event `membership_changed`): told to
+ * its owners and admins, and to the person who is no longer a member.
+ */
+export async function auditMemberRemoved(
+  tx: Queryable,
+  m: { organizationId: string; userId: string; role: Role; left: boolean; at: Date; by: AuditActor },
+) {
+  const org = (await organizationName(tx, m.organizationId)) ?? m.organizationId;
+  const email = (await userEmail(tx, m.userId)) ?? m.userId;
+  const to = await recipients(tx, { userId: m.userId, organizationId: m.organizationId });
+  return enqueueNotifications(tx, {
+    kind: "audit",
+    auditEvent: "membership_changed",
+    account: { userId: m.userId, organizationId: m.organizationId },
+    connectionId: null,
+    recipients: [...new Set([...to, email])],
+    subject: `[Vigil] Membership changed in ${org}`,
+    body: `${
+      m.left
+        ? `${email} left the organization "${org}" (was ${m.role}).`
+        : `${email} was removed from the organization "${org}" (was ${m.role}), by ${byWhom(m.by)}.`
+    }\nWhen: ${m.at.toISOString()}\n\nIf you did not expect this, check your account's API keys and connections.\n`,
+    at: m.at,
+  });
+}
+
+/**
+ * An organization was renamed (audit event `organization_renamed`; the lead adds it to
+ * `AuditEvent` and the REST response schema).
+ */
+export async function auditOrganizationRenamed(
+  tx: Queryable,
+  o: { organizationId: string; from: string; to: string; at: Date; by: AuditActor },
+) {
+  return record(tx, {
+    event: "organization_renamed",
+    account: { userId: "", organizationId: o.organizationId },
+    subject: `[Vigil] Organization renamed: ${o.to}`,
+    lines: [
+      `The organization "${o.from}" (${o.organizationId}) is now called "${o.to}", by ${byWhom(o.by)}.`,
+    ],
+    at: o.at,
+  });
+}

@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { Queryable, RelationalStore } from "../stores/relational/types.js";
 import type { Mailer } from "./mailer.js";
 import { recordDelivery } from "../incidents/incidents.js";
+import { INVITATION_KIND, invitationMailText, UnsendableInvitation } from "../identity/invitations.js";
 import {
   claimDueMail,
   markFailed,
@@ -169,12 +170,22 @@ export class DeliveryJob {
     let sent = 0;
     for (const n of claimed) {
       let error: string | null = null;
+      let unsendable = false;
       try {
-        await this.mailer.send({ id: n.id, to: n.recipient, subject: n.subject, text: n.body });
+        // an invitation's link is made as it is sent: the outbox never holds it (identity/invitations.ts)
+        const text = n.kind === INVITATION_KIND ? await invitationMailText(this.db(), n, this.now()) : n.body;
+        await this.mailer.send({ id: n.id, to: n.recipient, subject: n.subject, text });
       } catch (err) {
         error = (err as Error).message;
+        unsendable = err instanceof UnsendableInvitation;
       }
-      const { giveUp } = await this.owed.settle(this.db(), n, { error }, this.now(), this.log);
+      const { giveUp } = await this.owed.settle(
+        this.db(),
+        n,
+        { error, giveUp: unsendable },
+        this.now(),
+        this.log,
+      );
       if (error === null) {
         sent++;
         continue;
