@@ -37,3 +37,38 @@ export async function expireIdempotencyKeys(db: Queryable, before: Date): Promis
   const r = await db.query("DELETE FROM usage_idempotency WHERE recorded_at < $1", [before.toISOString()]);
   return r.rowCount;
 }
+
+// --- account spend (account-spend.ts): the connections a spend report covers ---
+
+/** A connection a spend report may cover: its name and account, for the filters and the report. */
+export interface SpendConnectionRow extends Record<string, unknown> {
+  id: string;
+  service_name: string;
+  service_type: string;
+  organization_id: string | null;
+  organization_name: string | null;
+}
+
+/**
+ * The connections visible under `visible` (identity's one visibility condition, built on
+ * `connections c`), narrowed to `personal` ones or one organization's, by name.
+ */
+export async function spendConnections(
+  db: Queryable,
+  visible: (param: (v: unknown) => string) => string,
+  f: { organizationId?: string | null },
+): Promise<SpendConnectionRow[]> {
+  const params: unknown[] = [];
+  const param = (v: unknown) => `$${params.push(v)}`;
+  const conds = [visible(param)];
+  if (f.organizationId === "personal") conds.push("c.organization_id IS NULL");
+  else if (f.organizationId) conds.push(`c.organization_id = ${param(f.organizationId)}`);
+  const r = await db.query<SpendConnectionRow>(
+    `SELECT c.id, c.service_name, c.service_type, c.organization_id, o.name AS organization_name
+       FROM connections c LEFT JOIN organizations o ON o.id = c.organization_id
+      WHERE ${conds.join(" AND ")}
+      ORDER BY lower(c.service_name), c.id`,
+    params,
+  );
+  return r.rows;
+}
