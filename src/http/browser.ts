@@ -2,7 +2,7 @@ import { hkdfSync } from "node:crypto";
 import fastifyCookie from "@fastify/cookie";
 import fastifyCsrf from "@fastify/csrf-protection";
 import fastifyFormbody from "@fastify/formbody";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { AppContext } from "../core/context.js";
 
 /**
@@ -44,4 +44,20 @@ export function sessionIdOf(req: FastifyRequest): string | undefined {
   const raw = req.cookies[SESSION_COOKIE];
   const unsigned = raw ? req.unsignCookie(raw) : null;
   return unsigned?.valid ? (unsigned.value ?? undefined) : undefined;
+}
+
+/** Sets the signed session cookie of a new session: HttpOnly, SameSite=Lax, Secure but on http loopback. */
+export function setSessionCookie(
+  reply: FastifyReply,
+  publicUrl: string,
+  s: { id: string; maxAgeS: number },
+): void {
+  reply.setCookie(SESSION_COOKIE, s.id, {
+    path: "/",
+    httpOnly: true,
+    sameSite: "lax",
+    secure: secureCookies(publicUrl),
+    signed: true,
+    maxAge: s.maxAgeS,
+  });
 }

@@ -1,7 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { UserActor } from "../core/actor.js";
 import type { AppContext } from "../core/context.js";
-import { registerBrowserBasics, SESSION_COOKIE, secureCookies, sessionIdOf } from "../http/browser.js";
+import {
+  registerBrowserBasics,
+  SESSION_COOKIE,
+  secureCookies,
+  sessionIdOf,
+  setSessionCookie,
+} from "../http/browser.js";
 import { consentPage, errorPage, signInPage } from "./pages.js";
 import {
   type AuthRequest,
@@ -123,8 +129,6 @@ const requestFields = (r: AuthRequest): Record<string, string | null> => ({
 });
 
 export async function registerOAuth(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  const secure = secureCookies(ctx.config.publicUrl);
-
   app.get("/.well-known/oauth-protected-resource", async () => protectedResourceMetadata(ctx));
   app.get("/.well-known/oauth-protected-resource/mcp", async () => protectedResourceMetadata(ctx));
   app.get("/.well-known/oauth-authorization-server", async () => authorizationServerMetadata(ctx));
@@ -259,14 +263,7 @@ export async function registerOAuth(app: FastifyInstance, ctx: AppContext): Prom
       }
       await endSession(ctx, sessionId(req));
       const s = await createSession(ctx, outcome.userId);
-      reply.setCookie(SESSION_COOKIE, s.id, {
-        path: "/",
-        httpOnly: true,
-        sameSite: "lax",
-        secure,
-        signed: true,
-        maxAge: s.maxAgeS,
-      });
+      setSessionCookie(reply, ctx.config.publicUrl, s);
       return reply.code(303).header("Location", returnTo).send();
     });
 

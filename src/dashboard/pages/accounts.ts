@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { PERMISSIONS } from "../../core/actor.js";
 import type { AppContext } from "../../core/context.js";
 import { ServiceError } from "../../core/errors.js";
-import { SESSION_COOKIE, secureCookies, sessionIdOf } from "../../http/browser.js";
+import { sessionIdOf, setSessionCookie } from "../../http/browser.js";
 import {
   acceptInvitation,
   acceptInvitationAsNewUser,
@@ -32,19 +32,10 @@ const NOTICES: Record<string, string> = {
 const noErrors: FormErrors = { fields: {}, form: null };
 
 export async function registerAccountPages(scope: FastifyInstance, ctx: AppContext): Promise<void> {
-  const secure = secureCookies(ctx.config.publicUrl);
-
   const signInAs = async (req: FastifyRequest, reply: FastifyReply, userId: string) => {
     await endSession(ctx, sessionIdOf(req));
     const s = await createSession(ctx, userId);
-    reply.setCookie(SESSION_COOKIE, s.id, {
-      path: "/",
-      httpOnly: true,
-      sameSite: "lax",
-      secure,
-      signed: true,
-      maxAge: s.maxAgeS,
-    });
+    setSessionCookie(reply, ctx.config.publicUrl, s);
   };
 
   // --- first run ---
