@@ -14,6 +14,7 @@ import { applyQuestdbSchema, createQuestdbSeriesStore, questdbPool } from "../sr
 import { StoreSupervisor } from "../src/stores/supervisor.js";
 import { listenerPid, ownCpuSeconds, processCpuSeconds } from "./lib/cpu.js";
 import type { LoadResult } from "./lib/load.js";
+import { minimalPipeline } from "./lib/minimal-pipeline.js";
 import { benchQuestdb } from "./lib/questdb.js";
 import { positiveInt, throwawayDatabase } from "./lib/postgres.js";
 import { fmt, table, verdict } from "./lib/report.js";
@@ -21,7 +22,12 @@ import { fmt, table, verdict } from "./lib/report.js";
 /**
  * `vigil bench ingest`, on the production stack (PostgreSQL + QuestDB):
  *  1. heartbeats/s from many simulated gateways, each with its own key and its own token
- *     periods, against a bare Fastify route that only parses the same bodies;
+ *     periods, against the *minimal pipeline* (bench/lib/minimal-pipeline.ts: a bare Fastify
+ *     route writing the same information with the official sender, answering after commit,
+ *     grouped like Vigil's group commit) and, as a printed reference, a bare Fastify route that
+ *     only parses the same bodies; CPU per heartbeat of the server, QuestDB and the load
+ *     generator for each (targets of issue #17: Vigil ≤ 60 µs, QuestDB ≤ 40 µs per heartbeat,
+ *     throughput ≥ 0.7 of the minimal pipeline, p99 < 50 ms);
  *  2. usage entries/s in batches of 100 through POST /v1/usage, against the raw
  *     @questdb/nodejs-client sender writing the same rows in batches of 100 with the same
  *     concurrency.
@@ -105,6 +111,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
       reply.code(201).send({ message: "ok", heartbeat_id: typeof req.body }),
     );
     const bareUrl = await bare.listen({ host: "127.0.0.1", port: 0 });
+    const minimal = await minimalPipeline(pool, qdb.httpUrl, prefix);
 
     // CPU per request of each process sharing the machine: this one (Vigil or the bare route),
     // QuestDB (when it runs here) and the load generator. Throughput on a shared 2-core host moves
@@ -131,6 +138,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
         keys: ingestKeys,
       });
     const bareRuns: Measured[] = [];
+    const minimalRuns: Measured[] = [];
     const hbRuns: Measured[] = [];
     if (values.only !== "usage") {
       say(`heartbeats: ${connections} concurrent connections, ${seconds} s rounds`);
@@ -139,6 +147,8 @@ export async function run(config: Config, args: string[]): Promise<void> {
     for (let round = 1; round <= 2 && values.only !== "usage"; round++) {
       say(`round ${round}: bare route...`);
       bareRuns.push(await measured(() => hbLoad(bareUrl, seconds)));
+      say(`round ${round}: minimal pipeline...`);
+      minimalRuns.push(await measured(() => hbLoad(minimal.url, seconds)));
       say(`round ${round}: POST /v1/gateway/ingest...`);
       hbRuns.push(await measured(() => hbLoad(vigilUrl, seconds)));
     }
@@ -196,6 +206,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
     const best = (runs: Measured[]) => (runs.length ? runs.reduce((a, b) => (b.rps > a.rps ? b : a)) : none);
     const hb = best(hbRuns);
     const bb = best(bareRuns);
+    const mp = best(minimalRuns);
     const us = best(usageRuns);
     const raw = rawRates.length ? Math.max(...rawRates) : Number.NaN;
     const bad = hb.non2xx + us.non2xx + hb.errors + us.errors;
@@ -214,6 +225,13 @@ export async function run(config: Config, args: string[]): Promise<void> {
             fmt(bb.p50, 1),
             fmt(bb.p99, 1),
             "1.00",
+          ],
+          [
+            "minimal pipeline: bare route + official sender, answer after commit (baseline)",
+            `${fmt(mp.rps)} hb/s`,
+            fmt(mp.p50, 1),
+            fmt(mp.p99, 1),
+            fmt(mp.rps / bb.rps, 2),
           ],
           [
             "POST /v1/gateway/ingest",
@@ -248,20 +266,29 @@ export async function run(config: Config, args: string[]): Promise<void> {
         ["path", "server", "QuestDB", "load generator", "total"],
         [
           cpuRow("bare Fastify route", bb),
+          cpuRow("minimal pipeline", mp),
           cpuRow("POST /v1/gateway/ingest", hb),
           cpuRow("POST /v1/usage (per batch of 100)", us),
         ],
       ),
     );
     console.log(
-      `\nheartbeats / bare route = ${fmt(hb.rps / bb.rps, 2)}: ${verdict(hb.rps / bb.rps, 0.5)}; p99 ${fmt(hb.p99, 1)} ms (target < 50 ms)`,
+      `\nheartbeats / minimal pipeline = ${fmt(hb.rps / mp.rps, 2)}: ${verdict(hb.rps / mp.rps, 0.7)}; ` +
+        `p99 ${fmt(hb.p99, 1)} ms: ${hb.p99 < 50 ? "meets" : "misses"} target < 50 ms`,
     );
+    console.log(
+      `Vigil CPU per heartbeat ${fmt(hb.serverUs)} µs: ${hb.serverUs <= 60 ? "meets" : "misses"} target <= 60 µs; ` +
+        `QuestDB CPU per heartbeat ${fmt(hb.storeUs)} µs: ${hb.storeUs <= 40 ? "meets" : Number.isFinite(hb.storeUs) ? "misses" : "n/a for"} target <= 40 µs ` +
+        `(the minimal pipeline: server ${fmt(mp.serverUs)} µs, QuestDB ${fmt(mp.storeUs)} µs)`,
+    );
+    console.log(`(reference: heartbeats / parse-only route = ${fmt(hb.rps / bb.rps, 2)})`);
     console.log(
       `usage entries / raw sender = ${fmt((us.rps * 100) / raw, 2)}: ${verdict((us.rps * 100) / raw, 0.3)}`,
     );
 
     await app.close();
     await bare.close();
+    await minimal.close();
     await closeContext(ctx);
     await series.close();
     const tables = await pool.query("SELECT table_name FROM tables() WHERE table_name LIKE $1", [
