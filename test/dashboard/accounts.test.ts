@@ -1,8 +1,8 @@
-import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import t from "tap";
 import { createUser } from "../../src/identity/accounts.js";
 import { invitationMailText } from "../../src/identity/invitations.js";
 import { testApp } from "../helpers/app.js";
+import { FormClient as Browser } from "../helpers/dashboard.js";
 
 /**
  * The accounts and organizations pages answered in-process (app.inject) on PGlite: the first run
@@ -10,56 +10,6 @@ import { testApp } from "../helpers/app.js";
  * fields, unknown invitation links, CSRF. The browser test (test/browser/accounts.test.ts) drives
  * the same pages in Chromium.
  */
-
-class Browser {
-  private readonly jar = new Map<string, string>();
-  constructor(private readonly app: FastifyInstance) {}
-
-  private take(res: LightMyRequestResponse) {
-    const set = res.headers["set-cookie"];
-    for (const c of Array.isArray(set) ? set : set ? [set] : []) {
-      const [kv = ""] = c.split(";");
-      const i = kv.indexOf("=");
-      const value = kv.slice(i + 1);
-      if (value === "" || /Max-Age=0|Expires=Thu, 01 Jan 1970/i.test(c)) this.jar.delete(kv.slice(0, i));
-      else this.jar.set(kv.slice(0, i), value);
-    }
-    return res;
-  }
-
-  private get cookie() {
-    return [...this.jar].map(([k, v]) => `${k}=${v}`).join("; ");
-  }
-
-  async get(url: string) {
-    return this.take(
-      await this.app.inject({ method: "GET", url, headers: { cookie: this.cookie, accept: "text/html" } }),
-    );
-  }
-
-  /** Posts a form; `csrfFrom` is a page whose form token is sent (none: no token). */
-  async post(url: string, form: Record<string, string>, csrfFrom?: string) {
-    const fields = { ...form };
-    if (csrfFrom) {
-      const page = await this.get(csrfFrom);
-      const token = /name="_csrf" value="([^"]+)"/.exec(page.body)?.[1];
-      if (!token) throw new Error(`no form on ${csrfFrom}: ${page.statusCode} ${page.body.slice(0, 300)}`);
-      fields._csrf = token;
-    }
-    return this.take(
-      await this.app.inject({
-        method: "POST",
-        url,
-        headers: {
-          cookie: this.cookie,
-          "content-type": "application/x-www-form-urlencoded",
-          accept: "text/html",
-        },
-        payload: new URLSearchParams(fields).toString(),
-      }),
-    );
-  }
-}
 
 t.test("first run, profile, organizations: statuses and messages", async (t) => {
   const { app, ctx } = await testApp(t);

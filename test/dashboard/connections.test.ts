@@ -1,9 +1,9 @@
-import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import t from "tap";
 import { addMember, createOrg, createUser } from "../../src/identity/accounts.js";
 import { dayStart, rollUp } from "../../src/retention/rollups.js";
 import { availabilityDaily, availabilitySamples } from "../../src/stores/series/tables.js";
 import { testApp } from "../helpers/app.js";
+import { FormClient as Browser } from "../helpers/dashboard.js";
 
 /**
  * The connections pages answered in-process (app.inject) on PGlite: the list with its uptime bars
@@ -13,64 +13,6 @@ import { testApp } from "../helpers/app.js";
  * organization's connection (403, nothing changed), the connection page's ranges. The browser
  * test (test/browser/connections.test.ts) drives the same pages in Chromium.
  */
-
-class Browser {
-  private readonly jar = new Map<string, string>();
-  constructor(private readonly app: FastifyInstance) {}
-
-  private take(res: LightMyRequestResponse) {
-    const set = res.headers["set-cookie"];
-    for (const c of Array.isArray(set) ? set : set ? [set] : []) {
-      const [kv = ""] = c.split(";");
-      const i = kv.indexOf("=");
-      const value = kv.slice(i + 1);
-      if (value === "" || /Max-Age=0|Expires=Thu, 01 Jan 1970/i.test(c)) this.jar.delete(kv.slice(0, i));
-      else this.jar.set(kv.slice(0, i), value);
-    }
-    return res;
-  }
-
-  private get cookie() {
-    return [...this.jar].map(([k, v]) => `${k}=${v}`).join("; ");
-  }
-
-  async get(url: string) {
-    return this.take(
-      await this.app.inject({ method: "GET", url, headers: { cookie: this.cookie, accept: "text/html" } }),
-    );
-  }
-
-  /** The CSRF token (and one-time form id) of the first form on `url`. */
-  async tokens(url: string) {
-    const page = await this.get(url);
-    const csrf = /name="_csrf" value="([^"]+)"/.exec(page.body)?.[1];
-    if (!csrf) throw new Error(`no form on ${url}: ${page.statusCode} ${page.body.slice(0, 300)}`);
-    const formId = /name="form_id" value="([^"]+)"/.exec(page.body)?.[1];
-    return { _csrf: csrf, ...(formId ? { form_id: formId } : {}) };
-  }
-
-  /** Posts a form; `csrfFrom` is a page whose form tokens are sent (none: no token). */
-  async post(url: string, form: Record<string, string>, csrfFrom?: string) {
-    const fields = { ...(csrfFrom ? await this.tokens(csrfFrom) : {}), ...form };
-    return this.take(
-      await this.app.inject({
-        method: "POST",
-        url,
-        headers: {
-          cookie: this.cookie,
-          "content-type": "application/x-www-form-urlencoded",
-          accept: "text/html",
-        },
-        payload: new URLSearchParams(fields).toString(),
-      }),
-    );
-  }
-
-  async signIn(email: string, password: string) {
-    const res = await this.post("/signin", { email, password }, "/signin");
-    if (res.statusCode !== 303) throw new Error(`sign-in failed: ${res.statusCode}`);
-  }
-}
 
 const DAY = 86_400_000;
 

@@ -1,10 +1,10 @@
-import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import t from "tap";
 import { insertAnomaly } from "../../src/anomalies/repository.js";
 import { PERMISSIONS } from "../../src/core/actor.js";
 import { addMember, createKey, createOrg, createUser } from "../../src/identity/accounts.js";
 import { openIncident, resolveIncident } from "../../src/incidents/incidents.js";
 import { testApp } from "../helpers/app.js";
+import { FormClient as Browser } from "../helpers/dashboard.js";
 import { call } from "../helpers/tenants.js";
 
 /**
@@ -15,60 +15,6 @@ import { call } from "../helpers/tenants.js";
  * again, after resolution), who acknowledged in words, anomalies and the alert history. The
  * browser test (test/browser/incidents.test.ts) drives a real incident in Chromium.
  */
-
-class Browser {
-  private readonly jar = new Map<string, string>();
-  constructor(private readonly app: FastifyInstance) {}
-
-  private take(res: LightMyRequestResponse) {
-    const set = res.headers["set-cookie"];
-    for (const c of Array.isArray(set) ? set : set ? [set] : []) {
-      const [kv = ""] = c.split(";");
-      const i = kv.indexOf("=");
-      this.jar.set(kv.slice(0, i), kv.slice(i + 1));
-    }
-    return res;
-  }
-
-  private get cookie() {
-    return [...this.jar].map(([k, v]) => `${k}=${v}`).join("; ");
-  }
-
-  async get(url: string) {
-    return this.take(
-      await this.app.inject({ method: "GET", url, headers: { cookie: this.cookie, accept: "text/html" } }),
-    );
-  }
-
-  async post(url: string, form: Record<string, string>, csrfFrom?: string) {
-    const fields = { ...form };
-    if (csrfFrom) {
-      const page = await this.get(csrfFrom);
-      const token = /name="_csrf" value="([^"]+)"/.exec(page.body)?.[1];
-      if (!token) throw new Error(`no form on ${csrfFrom}: ${page.statusCode} ${page.body.slice(0, 300)}`);
-      fields._csrf = token;
-    }
-    return this.take(
-      await this.app.inject({
-        method: "POST",
-        url,
-        headers: {
-          cookie: this.cookie,
-          "content-type": "application/x-www-form-urlencoded",
-          accept: "text/html",
-        },
-        payload: new URLSearchParams(fields).toString(),
-      }),
-    );
-  }
-
-  static async signedIn(app: FastifyInstance, email: string, password: string) {
-    const b = new Browser(app);
-    const r = await b.post("/signin", { email, password, return_to: "/incidents" }, "/signin");
-    if (r.statusCode !== 303) throw new Error(`sign-in failed: ${r.statusCode}`);
-    return b;
-  }
-}
 
 const PASSWORD = "incident password 1";
 
