@@ -163,7 +163,31 @@ export async function createQuestdbSeriesStore(opts: QuestdbOptions): Promise<Qu
         throw new SeriesUnavailableError("questdb", `QuestDB query failed: ${(err as Error).message}`, {
           cause: err,
         });
+      // QuestDB going down answers some statements with an error of its own before it stops
+      // accepting connections: an error while it no longer answers `SELECT 1` is unavailability
+      // (503, retried), not a statement it refused (found by test/faults/store-restart.test.ts)
+      if (!(await answers()))
+        throw new SeriesUnavailableError("questdb", `QuestDB query failed: ${(err as Error).message}`, {
+          cause: err,
+        });
       throw err;
+    }
+  };
+  /** Whether QuestDB answers a trivial statement within a second (asked only after an error). */
+  const answers = async () => {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        pool.query("SELECT 1"),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error("no answer within 1 s")), 1_000);
+        }),
+      ]);
+      return true;
+    } catch {
+      return false;
+    } finally {
+      clearTimeout(timer);
     }
   };
 
