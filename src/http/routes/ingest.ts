@@ -1,8 +1,9 @@
 import { forbidden } from "../../core/errors.js";
 import { ingestHeartbeat } from "../../ingest/heartbeat.js";
-import { HEARTBEAT_BODY_LIMIT, heartbeatBody } from "../../ingest/heartbeat-schema.js";
+import { HEARTBEAT_BODY_LIMIT, heartbeatBody, parseHeartbeat } from "../../ingest/heartbeat-schema.js";
 import { heartbeatRecorded } from "../responses/usage.js";
 import { defineRoute } from "../route.js";
+import { parseOr400 } from "../validation.js";
 
 export const ingestRoutes = [
   /** Usage-ingestion keys only; errors are `{error}`; 64 KiB at most. */
@@ -16,6 +17,8 @@ export const ingestRoutes = [
     ingest: true,
     bodyLimit: HEARTBEAT_BODY_LIMIT,
     body: heartbeatBody,
+    // the schema's rules by hand for the common valid body; the schema itself for the rest
+    parseBody: (raw) => parseHeartbeat(raw, (b) => parseOr400(heartbeatBody, b, "body")),
     status: 201,
     responses: { 201: heartbeatRecorded },
     handler: async ({ ctx, actor, body }) => {
