@@ -1,4 +1,5 @@
-import { execFile } from "node:child_process";
+import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
+import os from "node:os";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { Sender } from "@questdb/nodejs-client";
@@ -14,8 +15,9 @@ import { applyQuestdbSchema, createQuestdbSeriesStore, questdbPool } from "../sr
 import { StoreSupervisor } from "../src/stores/supervisor.js";
 import { listenerPid, ownCpuSeconds, processCpuSeconds } from "./lib/cpu.js";
 import type { LoadResult } from "./lib/load.js";
+import { CLI_PATH } from "./lib/cli.js";
 import { minimalPipeline } from "./lib/minimal-pipeline.js";
-import { benchQuestdb } from "./lib/questdb.js";
+import { benchQuestdb, freePorts, privateQuestdb, type QuestdbTarget } from "./lib/questdb.js";
 import { positiveInt, throwawayDatabase } from "./lib/postgres.js";
 import { fmt, table, verdict } from "./lib/report.js";
 
@@ -32,6 +34,14 @@ import { fmt, table, verdict } from "./lib/report.js";
  *     @questdb/nodejs-client sender writing the same rows in batches of 100 with the same
  *     concurrency.
  * The load comes from a separate process (autocannon); each figure is the better of two rounds.
+ *
+ * `--processes N` measures instead Vigil as it runs in production: one `vigil serve --roles api`
+ * process (the baseline), then `vigil serve --workers n --roles api` (src/cluster.ts) for n = 1,
+ * 2, 4, … up to N (or the list given, e.g. `2,4`): heartbeats/s, p50/p99, and CPU µs per
+ * heartbeat of all Vigil processes summed (primary and workers), QuestDB and the load generator,
+ * with the ratios against the one process. From CPU per
+ * heartbeat follows what one core carries: heartbeats/s per core = 1e6 / µs, and gateways at a
+ * 10 s interval per core = 10 x that.
  */
 export async function run(config: Config, args: string[]): Promise<void> {
   const { values } = parseArgs({
@@ -44,8 +54,24 @@ export async function run(config: Config, args: string[]): Promise<void> {
       "usage-connections": { type: "string", default: "16" },
       // one part only, e.g. to profile it: heartbeats or usage
       only: { type: "string" },
+      // Vigil as `vigil serve --workers n` for n = 1, 2, 4, … N (or a list: 1,3)
+      processes: { type: "string" },
+      // with --processes: each request from the next gateway on any connection (default: each
+      // connection sends for its own gateways, as a daemon keeps its connection to one node)
+      spread: { type: "boolean", default: false },
     },
   });
+  if (values.processes !== undefined) {
+    if (values.only !== undefined)
+      throw new Error("--only does not apply with --processes (heartbeats only)");
+    return runProcesses(config, {
+      counts: processCounts(values.processes),
+      seconds: positiveInt("seconds", values.seconds),
+      gateways: positiveInt("gateways", values.gateways),
+      connections: positiveInt("connections", values.connections ?? values.gateways),
+      spread: values.spread,
+    });
+  }
   const seconds = positiveInt("seconds", values.seconds);
   const gatewayCount = positiveInt("gateways", values.gateways);
   const connections = positiveInt("connections", values.connections ?? values.gateways);
@@ -357,4 +383,267 @@ async function rawUsage(
     }),
   );
   return rows / (Number(process.hrtime.bigint() - started) / 1e9);
+}
+
+/** `--processes N`: 1, 2, 4, … up to N and N itself; a comma-separated list as given. */
+export function processCounts(value: string): number[] {
+  if (value.includes(",")) {
+    const list = value.split(",").map((v) => positiveInt("processes", v.trim()));
+    return [...new Set(list)];
+  }
+  const n = positiveInt("processes", value);
+  const counts: number[] = [];
+  for (let c = 1; c < n; c *= 2) counts.push(c);
+  counts.push(n);
+  return counts;
+}
+
+/** The pids of a process and its children (the primary of `serve --workers` and its workers). */
+function processTree(pid: number): number[] {
+  try {
+    const out = execFileSync("ps", ["-o", "pid=", "--ppid", String(pid)], { encoding: "utf8" });
+    return [pid, ...out.split(/\s+/).filter(Boolean).map(Number)];
+  } catch {
+    return [pid]; // ps exits 1 when there are no children
+  }
+}
+
+const treeCpuSeconds = (pids: number[]) => pids.reduce((s, p) => s + processCpuSeconds(p), 0);
+
+function uptimeLoad(): string {
+  try {
+    return execFileSync("uptime", { encoding: "utf8" })
+      .trim()
+      .replace(/^.*load average/, "load average");
+  } catch {
+    return "load average n/a";
+  }
+}
+
+interface ProcessesRun {
+  n: number;
+  vigilPids: number[];
+  best: Measured & { primaryUs: number; vigilCores: number; storeCores: number };
+}
+
+/**
+ * Heartbeats against `vigil serve --workers n --roles api` on one PostgreSQL database and one
+ * QuestDB, for each n: the processes are real (the primary, n workers), started and stopped here.
+ */
+async function runProcesses(
+  config: Config,
+  o: { counts: number[]; seconds: number; gateways: number; connections: number; spread: boolean },
+): Promise<void> {
+  const say = (s: string) => process.stderr.write(`${s}\n`);
+  let qdb: QuestdbTarget & { pid?: number };
+  if (config.questdb) {
+    qdb = { ...config.questdb, stop() {} };
+    say(
+      `QuestDB: ${config.questdb.httpUrl} from QUESTDB_URL. vigil serve has no table prefix: it writes into ` +
+        "that server's unprefixed tables (the benchmark's connections are new, so its rows are its own)",
+    );
+  } else {
+    qdb = await privateQuestdb(say, { label: "ingest" });
+  }
+  const scratch = await throwawayDatabase(config, "ingest");
+  const db = createPgStore({ connectionString: scratch.url, max: 2 });
+  const runs: ProcessesRun[] = [];
+  let child: ChildProcess | undefined;
+  const stopChild = async () => {
+    const c = child;
+    child = undefined;
+    if (!c || c.exitCode !== null || c.signalCode !== null) return;
+    const exited = new Promise((r) => c.once("exit", r));
+    c.kill("SIGTERM");
+    const t = setTimeout(() => c.kill("SIGKILL"), 30_000);
+    await exited;
+    clearTimeout(t);
+  };
+  try {
+    await migrate(db);
+    const pool = questdbPool(qdb.pgUrl, 1);
+    await applyQuestdbSchema(pool, "");
+    await pool.end();
+    const qdbPid = qdb.pid ?? listenerPid(qdb.httpUrl);
+    const user = await createUser(db, { email: `bench-${Date.now()}@x.example`, plan: "enterprise" });
+    await db.query("UPDATE users SET rate_limit_per_hour = 1000000000 WHERE id = $1", [user.id]);
+    const { key } = await createKey(db, { user: user.id, permissions: ["connections:write"] });
+    const secret = config.secret ?? "bench-secret-bench-secret-bench-secret!";
+    const ingestKeys: string[] = [];
+
+    // n = 0: the baseline, one plain `vigil serve --roles api` (no primary, no cluster)
+    for (const n of [0, ...o.counts]) {
+      const args =
+        n === 0 ? ["serve", "--roles", "api"] : ["serve", "--workers", String(n), "--roles", "api"];
+      const [port] = (await freePorts(1)) as [number];
+      const url = `http://127.0.0.1:${port}`;
+      say(`vigil ${args.join(" ")} on ${url}`);
+      let output = "";
+      child = spawn(process.execPath, [CLI_PATH, ...args], {
+        env: {
+          PATH: process.env.PATH ?? "",
+          HOME: process.env.HOME ?? "",
+          DATABASE_URL: scratch.url,
+          QUESTDB_URL: qdb.httpUrl,
+          QUESTDB_PG_URL: qdb.pgUrl,
+          VIGIL_SECRET: secret,
+          PORT: String(port),
+          HOST: "127.0.0.1",
+          // at info every request writes two log lines
+          LOG_LEVEL: "warn",
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      const keep = (d: Buffer) => {
+        output = (output + d.toString()).slice(-20_000);
+      };
+      child.stdout?.on("data", keep);
+      child.stderr?.on("data", keep);
+      const primary = child.pid as number;
+      // all workers forked (the first applies the schema alone, then the others start) and answering
+      const deadline = Date.now() + 90_000;
+      for (;;) {
+        if (child.exitCode !== null) throw new Error(`vigil ${args.join(" ")} exited:\n${output}`);
+        const ok = await fetch(`${url}/readyz`)
+          .then((r) => r.status === 200)
+          .catch(() => false);
+        if (ok && processTree(primary).length === (n === 0 ? 1 : n + 1)) break;
+        if (Date.now() > deadline)
+          throw new Error(`vigil ${args.join(" ")} not ready after 90 s:\n${output}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      await new Promise((r) => setTimeout(r, 2_000)); // the last workers' stores
+
+      if (ingestKeys.length === 0) {
+        say(`creating ${o.gateways} gateway connections, each with its own ingestion key`);
+        for (let g = 0; g < o.gateways; g++) {
+          const r = await fetch(`${url}/v1/connections`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+            body: JSON.stringify({ service_type: "gateway", service_name: `gw-${g}` }),
+          });
+          if (r.status !== 201) throw new Error(`POST /v1/connections: ${r.status} ${await r.text()}`);
+          ingestKeys.push(((await r.json()) as { ingest_api_key: string }).ingest_api_key);
+        }
+      }
+      const pids = processTree(primary);
+      const hbLoad = (secs: number) =>
+        loadProcess({
+          url: `${url}/v1/gateway/ingest`,
+          connections: o.connections,
+          seconds: secs,
+          mode: "heartbeat",
+          keys: ingestKeys,
+          pinned: !o.spread,
+        });
+      say(`  warm-up, then 2 rounds of ${o.seconds} s (${o.connections} connections)`);
+      await hbLoad(3);
+      const rounds: ProcessesRun["best"][] = [];
+      for (let round = 1; round <= 2; round++) {
+        const vigil0 = treeCpuSeconds(pids);
+        const primary0 = processCpuSeconds(primary);
+        const store0 = processCpuSeconds(qdbPid);
+        const started = process.hrtime.bigint();
+        const r = await hbLoad(o.seconds);
+        const wall = Number(process.hrtime.bigint() - started) / 1e9;
+        const vigilS = treeCpuSeconds(pids) - vigil0;
+        const storeS = processCpuSeconds(qdbPid) - store0;
+        const perReq = (sec: number) => (sec * 1e6) / Math.max(1, r.requests);
+        rounds.push({
+          ...r,
+          serverUs: perReq(vigilS),
+          primaryUs: n === 0 ? Number.NaN : perReq(processCpuSeconds(primary) - primary0),
+          storeUs: perReq(storeS),
+          loadUs: perReq(r.cpuSeconds),
+          vigilCores: vigilS / wall,
+          storeCores: storeS / wall,
+        });
+        say(`  round ${round}: ${fmt(r.rps)} hb/s, p99 ${fmt(r.p99, 1)} ms`);
+        if (r.non2xx + r.errors > 0) say(`  warning: ${r.non2xx} non-2xx responses, ${r.errors} errors`);
+      }
+      await stopChild();
+      runs.push({ n, vigilPids: pids, best: rounds.reduce((a, b) => (b.rps > a.rps ? b : a)) });
+    }
+  } finally {
+    await stopChild();
+    await db.close();
+    await scratch.drop();
+    qdb.stop();
+  }
+
+  const base = runs[0] as ProcessesRun;
+  const label = (n: number) =>
+    n === 0 ? "one process (baseline)" : `--workers ${n}: ${n} worker${n === 1 ? "" : "s"} + primary`;
+  console.log(
+    `\ningest, many processes: vigil serve --roles api, then --workers n --roles api; PostgreSQL + QuestDB; ${o.gateways} gateways, ` +
+      `${o.connections} connections${o.spread ? " (each request from the next gateway, on any connection)" : " (each gateway on one connection)"}, ${o.seconds} s rounds, best of 2; ${os.cpus().length} cores; ${uptimeLoad()} (after the run)\n`,
+  );
+  console.log(
+    table(
+      [
+        "processes",
+        "throughput",
+        "p50 ms",
+        "p99 ms",
+        "ratio to one process",
+        "Vigil cores busy",
+        "QuestDB cores busy",
+      ],
+      runs.map((r) => [
+        label(r.n),
+        `${fmt(r.best.rps)} hb/s`,
+        fmt(r.best.p50, 1),
+        fmt(r.best.p99, 1),
+        fmt(r.best.rps / base.best.rps, 2),
+        fmt(r.best.vigilCores, 2),
+        fmt(r.best.storeCores, 2),
+      ]),
+    ),
+  );
+  console.log("\nCPU per heartbeat, in microseconds of one core (Vigil: all its processes summed)\n");
+  console.log(
+    table(
+      [
+        "processes",
+        "Vigil",
+        "of which primary",
+        "QuestDB",
+        "load generator",
+        "total",
+        "Vigil vs one process",
+      ],
+      runs.map((r) => [
+        label(r.n),
+        fmt(r.best.serverUs),
+        fmt(r.best.primaryUs, 1),
+        fmt(r.best.storeUs),
+        fmt(r.best.loadUs),
+        fmt(r.best.serverUs + (Number.isFinite(r.best.storeUs) ? r.best.storeUs : 0) + r.best.loadUs),
+        fmt(r.best.serverUs / base.best.serverUs, 2),
+      ]),
+    ),
+  );
+  console.log("\ncapacity per core, from CPU per heartbeat (gateways sending every 10 s)\n");
+  console.log(
+    table(
+      [
+        "processes",
+        "hb/s per Vigil core",
+        "gateways per Vigil core",
+        "hb/s per QuestDB core",
+        "gateways per QuestDB core",
+      ],
+      runs.map((r) => [
+        label(r.n),
+        fmt(1e6 / r.best.serverUs),
+        fmt((10 * 1e6) / r.best.serverUs),
+        fmt(1e6 / r.best.storeUs),
+        fmt((10 * 1e6) / r.best.storeUs),
+      ]),
+    ),
+  );
+  console.log(
+    `\n(the load generator shares the host: on ${os.cpus().length} cores, throughput stops growing once ` +
+      "Vigil, QuestDB and it together use every core; CPU per heartbeat is the figure that carries to a bigger host)",
+  );
 }

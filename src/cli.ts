@@ -1,7 +1,10 @@
 #!/usr/bin/env node
 import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "./config.js";
+import cluster from "node:cluster";
 import { parseRoles, serve } from "./server.js";
+import { parseWorkers, servePrimary } from "./cluster.js";
+import { createLogger } from "./lib/logger.js";
 import { adminMain } from "./admin/cli.js";
 import { simMain } from "./sim/cli.js";
 import { migrateAll } from "./stores/index.js";
@@ -9,7 +12,10 @@ import { migrateAll } from "./stores/index.js";
 const USAGE = `Usage: vigil <command> [options]
 
 Commands:
-  serve [--roles api,probe,jobs]   REST API, ingest, MCP tool server + OAuth, probes and jobs (default: all roles)
+  serve [--roles api,probe,jobs] [--workers N]
+                                   REST API, ingest, MCP tool server + OAuth, probes and jobs (default: all roles);
+                                   --workers N: N API processes on one port (node:cluster) plus one process for
+                                   the probe and jobs roles; needs DATABASE_URL
   migrate                          apply database migrations and the QuestDB schema, then exit
   admin <command> [options]        account set-up (create-user, create-org, add-member, create-key, revoke-key, revoke-access, mcp-token)
   sim <kind> [options]             simulators of the monitored platforms (workflow_a, workflow_b, gateway)
@@ -39,14 +45,38 @@ async function main(argv: string[]): Promise<void> {
 
   switch (command) {
     case "serve": {
-      const { values } = parseArgs({ args: rest, options: { roles: { type: "string" } } });
+      const { values } = parseArgs({
+        args: rest,
+        options: {
+          roles: { type: "string" },
+          workers: { type: "string" },
+          // set by the primary of --workers on each worker's command line (cluster.ts)
+          worker: { type: "string" },
+        },
+      });
       let roles: ReturnType<typeof parseRoles>;
+      let workers: number | undefined;
       try {
         roles = parseRoles(values.roles);
+        workers = parseWorkers(values.workers);
       } catch (err) {
         fail((err as Error).message, 2);
       }
-      await serve(config, roles);
+      const log = createLogger(config.logLevel);
+      if (cluster.isWorker) {
+        const name = values.worker ?? `worker-${cluster.worker?.id ?? "?"}`;
+        await serve(config, roles, log.child({ worker: name }), { worker: name });
+        return;
+      }
+      if (workers !== undefined) {
+        try {
+          servePrimary(config, roles, workers, log);
+        } catch (err) {
+          fail((err as Error).message, 2);
+        }
+        return;
+      }
+      await serve(config, roles, log);
       return;
     }
     case "migrate": {

@@ -43,8 +43,15 @@ function describeStorage(config: Config): string {
  * `vigil serve`: one process with the roles asked for. It listens at once (so /healthz and
  * /readyz answer while the stores are still connecting) and shuts down gracefully on
  * SIGTERM/SIGINT: stop accepting, finish in-flight requests, flush series writes, close pools.
+ * `opts.worker` names a worker of `vigil serve --workers N` (cluster.ts); its logger carries the
+ * name already.
  */
-export async function serve(config: Config, roles: Role[], log: Logger = createLogger(config.logLevel)) {
+export async function serve(
+  config: Config,
+  roles: Role[],
+  log: Logger = createLogger(config.logLevel),
+  opts: { worker?: string } = {},
+) {
   const stores = new StoreSupervisor(config, log, (err) => {
     log.fatal(err.message);
     process.stderr.write(`vigil: ${err.message}\n`);
@@ -55,6 +62,12 @@ export async function serve(config: Config, roles: Role[], log: Logger = createL
 
   let closing = false;
   const shutdown = async (signal: string) => {
+    if (closing && opts.worker) {
+      // a worker of `serve --workers` (cluster.ts): the primary forwards its signal, and a
+      // terminal's Ctrl-C reaches both; the primary kills a worker that drains too long
+      log.info({ signal }, "already draining");
+      return;
+    }
     if (closing) {
       log.warn({ signal }, "second signal: exiting without waiting");
       process.exit(1);
@@ -89,6 +102,10 @@ export async function serve(config: Config, roles: Role[], log: Logger = createL
   process.on("SIGINT", () => void shutdown("SIGINT"));
 
   stores.start();
+  // a worker of `serve --workers` tells the primary once its stores are ready (migrations and the
+  // QuestDB schema applied), so the primary can start the other workers after it (cluster.ts)
+  if (opts.worker && process.send)
+    void stores.whenReady().then(() => process.send?.({ vigil: "stores-ready" }));
   let adminSocket: Awaited<ReturnType<typeof startAdminSocket>> | undefined;
   if (!config.databaseUrl) {
     // Embedded mode: this process owns the PGlite folder, so it serves `vigil admin`.
@@ -121,7 +138,7 @@ export async function serve(config: Config, roles: Role[], log: Logger = createL
       prober.start();
       probeJobs = new JobRunner(ctx, probeProcessJobs(prober));
       probeJobs.start();
-      log.info({ worker: prober.workerId }, "probe scheduler started");
+      log.info({ probeWorker: prober.workerId }, "probe scheduler started");
     });
   }
   let delivery: DeliveryJob | undefined;

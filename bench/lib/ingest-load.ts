@@ -13,6 +13,12 @@ interface Options {
   mode: "heartbeat" | "usage";
   keys: string[];
   body?: string;
+  /**
+   * Each connection sends the heartbeats of its own gateways only (gateway g on connection
+   * g mod connections), as a daemon keeps its connection to one node; by default each request
+   * comes from the next gateway, whichever connection sends it.
+   */
+  pinned?: boolean;
 }
 
 type Req = { method?: string; headers?: Record<string, string>; body?: string };
@@ -39,8 +45,22 @@ let next = 0;
 // out-of-order merges QuestDB would do for periods spread over the past.
 const lastEnd = o.keys.map(() => Date.now() - 1000);
 
-function heartbeat(req: Req): Req {
-  const g = next++ % o.keys.length;
+type Ctx = { slot?: number };
+const turns = new Map<number, number>();
+let nextSlot = 0;
+
+/** Pinned: connection `slot` sends for gateways slot, slot + connections, … in turn. */
+function pinnedGateway(slot: number): number | undefined {
+  const own = Math.ceil((o.keys.length - slot) / o.connections);
+  if (own <= 0) return undefined;
+  const turn = ((turns.get(slot) ?? -1) + 1) % own;
+  turns.set(slot, turn);
+  return slot + turn * o.connections;
+}
+
+function heartbeat(req: Req, context?: Ctx): Req {
+  const pinned = o.pinned && context?.slot !== undefined ? pinnedGateway(context.slot) : undefined;
+  const g = pinned ?? next++ % o.keys.length;
   const begin = lastEnd[g] as number;
   const end = Math.max(Date.now(), begin + 1);
   lastEnd[g] = end;
@@ -75,6 +95,18 @@ autocannon(
     url: o.url,
     connections: o.connections,
     duration: o.seconds,
+    // pinned: each connection (client) gets its slot in the context every request is built with
+    ...(o.pinned
+      ? {
+          setupClient(client: {
+            requestIterator: { initialContext: Ctx; resetContext(): void; rebuildRequest(): void };
+          }) {
+            client.requestIterator.initialContext = { slot: nextSlot++ };
+            client.requestIterator.resetContext();
+            client.requestIterator.rebuildRequest();
+          },
+        }
+      : {}),
     requests: [
       o.mode === "heartbeat"
         ? { method: "POST", setupRequest: heartbeat }

@@ -1,5 +1,5 @@
 import { type AppContext, perApp } from "../core/context.js";
-import { tryJobLock } from "./repository.js";
+import { claimJobPeriod, tryJobLock } from "./repository.js";
 
 /**
  * A periodic job: what runs, how often, and under which lock. Jobs are plain functions of the
@@ -41,10 +41,21 @@ export const JOB_LOCKS = {
 const localTurns = perApp(() => new Map<number, Promise<unknown>>());
 
 /**
- * Runs one job once under its lock. Resolves with whether it ran (false: another node holds the
- * lock); a job's own failure rejects.
+ * A periodic run (the runner's) may start this much sooner than its interval after another node's
+ * run and still count as the next period's: timers drift, and the interval is a pause after a run.
  */
-export async function runJob(ctx: AppContext, job: Job): Promise<boolean> {
+const PERIOD_SLACK = 0.9;
+
+/**
+ * Runs one job once under its lock. Resolves with whether it ran (false: another node holds the
+ * lock, or, with `oncePerPeriod`, another node ran it within its interval); a job's own failure
+ * rejects.
+ */
+export async function runJob(
+  ctx: AppContext,
+  job: Job,
+  opts: { oncePerPeriod?: boolean } = {},
+): Promise<boolean> {
   if (job.lock === null) {
     await job.run(ctx);
     return true;
@@ -52,7 +63,9 @@ export async function runJob(ctx: AppContext, job: Job): Promise<boolean> {
   const key = job.lock;
   const turns = localTurns(ctx);
   const before = turns.get(key) ?? Promise.resolve();
-  const mine = before.catch(() => undefined).then(() => underLock(ctx, key, job));
+  const mine = before
+    .catch(() => undefined)
+    .then(() => underLock(ctx, key, job, opts.oncePerPeriod ?? false));
   turns.set(
     key,
     mine.catch(() => undefined),
@@ -60,7 +73,7 @@ export async function runJob(ctx: AppContext, job: Job): Promise<boolean> {
   return mine;
 }
 
-async function underLock(ctx: AppContext, key: number, job: Job): Promise<boolean> {
+async function underLock(ctx: AppContext, key: number, job: Job, oncePerPeriod: boolean): Promise<boolean> {
   const db = ctx.stores.db;
   if (db.kind === "pglite") {
     await job.run(ctx);
@@ -69,6 +82,10 @@ async function underLock(ctx: AppContext, key: number, job: Job): Promise<boolea
   // The lock lives as long as this transaction; the job's own statements use other connections.
   return db.transaction(async (tx) => {
     if (!(await tryJobLock(tx, key))) return false;
+    if (oncePerPeriod) {
+      const interval = typeof job.intervalMs === "function" ? job.intervalMs(ctx) : job.intervalMs;
+      if (!(await claimJobPeriod(tx, job.name, interval * PERIOD_SLACK))) return false;
+    }
     await job.run(ctx);
     return true;
   });
@@ -93,9 +110,12 @@ export class JobRunner {
     for (const job of this.jobs) {
       const loop = async () => {
         if (this.stopped) return;
-        const run = runJob(this.ctx, job).catch((err: unknown) =>
+        const run = runJob(this.ctx, job, { oncePerPeriod: true }).catch((err: unknown) =>
           this.ctx.log.warn(
-            { job: job.name, err: err instanceof Error ? err.message : String(err) },
+            {
+              job: job.name,
+              err: err instanceof Error ? err.message : String(err),
+            },
             "job failed; retrying at the next run",
           ),
         );
