@@ -18,6 +18,8 @@ interface ScopeState {
   synced: number;
   /** Requests this node admitted since the last sync. */
   pending: number;
+  /** Requests this node admitted that a sync is adding to the shared row right now. */
+  syncing: number;
   known: boolean;
   first?: Promise<void>;
 }
@@ -65,14 +67,15 @@ export class RateLimiter {
     const window = Math.floor(this.now() / HOUR) * HOUR;
     let st = this.scopes.get(scope);
     if (!st || st.window !== window) {
-      st = { window, synced: 0, pending: 0, known: false };
+      st = { window, synced: 0, pending: 0, syncing: 0, known: false };
       this.scopes.set(scope, st);
     }
     if (!st.known) {
       st.first ??= this.sync(scope, st);
       await st.first;
     }
-    const used = st.synced + st.pending;
+    // what a sync is adding counts too: until its answer, `synced` does not include it
+    const used = st.synced + st.syncing + st.pending;
     const reset = (window + HOUR) / 1000;
     if (used >= limit) return { allowed: false, limit, remaining: 0, reset };
     st.pending++;
@@ -82,11 +85,14 @@ export class RateLimiter {
   private async sync(scope: string, st: ScopeState): Promise<void> {
     const n = st.pending;
     st.pending = 0;
+    st.syncing += n;
     try {
       const total = await addToWindow(this.db(), scope, new Date(st.window), n);
+      st.syncing -= n;
       st.synced = total ?? st.synced + n;
     } catch (err) {
       // Keep counting locally; the count is added on a later sync.
+      st.syncing -= n;
       st.pending += n;
       this.log.warn({ err: (err as Error).message, scope }, "rate limit sync failed; counting locally");
     }
@@ -105,19 +111,26 @@ export class RateLimiter {
       else if (st.window < current) this.scopes.delete(scope);
     }
     if (batch.length > 0) {
-      for (const [, st] of batch) st.pending = 0;
+      for (const [, st, n] of batch) {
+        st.pending = 0;
+        st.syncing += n;
+      }
       try {
         const totals = await addToWindows(
           this.db(),
           batch.map(([scope, st, count]) => ({ scope, windowStart: new Date(st.window), count })),
         );
-        for (const [scope, st] of batch) {
+        for (const [scope, st, n] of batch) {
+          st.syncing -= n;
           const total = totals.get(windowKey(scope, new Date(st.window)));
-          if (total !== undefined) st.synced = total;
+          st.synced = total ?? st.synced + n;
           if (st.window < current) this.scopes.delete(scope);
         }
       } catch (err) {
-        for (const [, st, n] of batch) st.pending += n;
+        for (const [, st, n] of batch) {
+          st.syncing -= n;
+          st.pending += n;
+        }
         this.log.warn(
           { err: (err as Error).message, scopes: batch.length },
           "rate limit sync failed; counting locally",
