@@ -1,8 +1,30 @@
 import type { Agent } from "undici";
 import type { AppContext } from "../core/context.js";
+import type { CredentialBox } from "../lib/credentials.js";
 import type { Claimed } from "./claim.js";
 import { type CheckResult, runCheck } from "./platforms.js";
 import { SYNC_DEADLINE_MS, type SyncState, syncExecutions } from "./sync.js";
+
+/**
+ * Decrypted platform credentials, per credential box, by their stored text: a probe process
+ * decrypts each connection's key every check otherwise (AES-GCM, a few % of its CPU at 800
+ * checks/s). A changed key is a new stored text; a cache at the bound starts over.
+ */
+const plainKeys = new WeakMap<CredentialBox, Map<string, string>>();
+const PLAIN_KEYS_MAX = 100_000;
+
+function decrypted(box: CredentialBox, stored: string | null): string | null {
+  if (!stored) return null;
+  let keys = plainKeys.get(box);
+  if (!keys) plainKeys.set(box, (keys = new Map()));
+  let plain = keys.get(stored);
+  if (plain === undefined) {
+    plain = box.decrypt(stored);
+    if (keys.size >= PLAIN_KEYS_MAX) keys.clear();
+    keys.set(stored, plain);
+  }
+  return plain;
+}
 
 /** Executions are pulled after a successful check, at most this often per connection. */
 export const SYNC_EVERY_MS = 60_000;
@@ -32,8 +54,8 @@ export async function checkConnection(
 ): Promise<{ result: CheckResult; sync: SyncState | null }> {
   const started = Date.now();
   let result: CheckResult;
-  const apiKey = c.api_key_enc ? ctx.credentials.decrypt(c.api_key_enc) : null;
-  const apiToken = c.api_token_enc ? ctx.credentials.decrypt(c.api_token_enc) : null;
+  const apiKey = decrypted(ctx.credentials, c.api_key_enc);
+  const apiToken = decrypted(ctx.credentials, c.api_token_enc);
   try {
     result = await runCheck(
       agent,
@@ -63,6 +85,7 @@ export async function checkConnection(
           teamId: c.team_id,
           state: c.sync_state ?? {},
           lastSyncAt: c.last_sync_at ? new Date(c.last_sync_at) : null,
+          ...(c.fresh_workflow_ids ? { freshWorkflowIds: new Set(c.fresh_workflow_ids) } : {}),
         },
         timeoutMs,
         undefined,

@@ -1,5 +1,6 @@
 import type { AppContext } from "../core/context.js";
 import { claimDue, type ClaimedRow, releaseExpiredLeases } from "./repository.js";
+import { NAME_TTL_MS } from "./sync.js";
 
 export type Claimed = ClaimedRow;
 
@@ -7,17 +8,21 @@ export type Claimed = ClaimedRow;
  * Leases: a worker claims the connections due within the next tick, each its own until the lease
  * runs out. Several workers share the connection set this way and never check one connection
  * twice in a slot; a dead worker's connections return to the pool when its leases run out. A
- * check's result ends its lease (repository `recordCheck`); a lost lease discards the result.
+ * check's result ends its lease (repository `recordChecks`); a lost lease discards the result.
+ * The claim also reads which workflow names are still fresh (sync.ts), so a sync needs no
+ * statement of its own for them.
  */
 export function claim(
   ctx: AppContext,
   c: { workerId: string; max: number; leaseMs: number; aheadMs: number },
 ): Promise<Claimed[]> {
+  const now = ctx.now().getTime();
   return claimDue(ctx.stores.db, {
     workerId: c.workerId,
     max: c.max,
-    dueBy: new Date(ctx.now().getTime() + c.aheadMs),
+    dueBy: new Date(now + c.aheadMs),
     leaseMs: c.leaseMs,
+    namesSince: new Date(now - NAME_TTL_MS),
   });
 }
 

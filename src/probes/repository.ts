@@ -28,6 +28,11 @@ export interface ClaimedRow extends Record<string, unknown> {
   /** Failed checks in a row before this one (0: the last check succeeded, or none ran yet). */
   consecutive_failures: number;
   plan: Plan;
+  /**
+   * workflow_a: the workflow ids whose names were read after `namesSince` (the sync need not ask
+   * for them again), read with the claim so a sync costs no statement of its own; null otherwise.
+   */
+  fresh_workflow_ids: string[] | null;
 }
 
 /**
@@ -37,7 +42,7 @@ export interface ClaimedRow extends Record<string, unknown> {
  */
 export async function claimDue(
   db: Queryable,
-  c: { workerId: string; max: number; dueBy: Date; leaseMs: number },
+  c: { workerId: string; max: number; dueBy: Date; leaseMs: number; namesSince: Date },
 ): Promise<ClaimedRow[]> {
   // Leases coordinate processes, so they run on the database's clock (one clock for every
   // worker, whatever their hosts' clocks say); when a connection is due is business time.
@@ -58,8 +63,11 @@ export async function claimDue(
                c.api_key_enc, c.api_token_enc, c.region, c.team_id, c.sync_state, c.last_sync_at,
                c.next_check_at, c.check_interval_seconds, c.consecutive_failures,
                (SELECT coalesce(o.plan, u.plan) FROM users u LEFT JOIN organizations o ON o.id = c.organization_id
-                 WHERE u.id = c.user_id) AS plan`,
-    [c.workerId, c.max, c.leaseMs / 1000, c.dueBy.toISOString()],
+                 WHERE u.id = c.user_id) AS plan,
+               CASE WHEN c.service_type = 'workflow_a' THEN
+                 ARRAY(SELECT n.workflow_id FROM workflow_names n
+                        WHERE n.connection_id = c.id AND n.updated_at > $5::timestamptz) END AS fresh_workflow_ids`,
+    [c.workerId, c.max, c.leaseMs / 1000, c.dueBy.toISOString(), c.namesSince.toISOString()],
   );
   return r.rows;
 }
@@ -74,44 +82,75 @@ export interface CheckedRow extends Record<string, unknown> {
   open: boolean;
 }
 
+/** One check's result for `recordChecks`. */
+export interface CheckRecord {
+  id: string;
+  available: boolean;
+  at: Date;
+  nextCheckAt: Date;
+  sync: SyncState | null;
+}
+
 /**
- * Applies one check to the counters, the slot and the sync state, and ends the lease, in one
- * statement (the common case needs no more). Only the lease holder's write counts: null when
- * the connection was deleted meanwhile or the lease was lost to another worker.
+ * Applies checks to the counters, the slots and the sync state, and ends their leases, in one
+ * statement for the whole batch (the common case needs no more). Only the lease holder's write
+ * counts: an entry is null when its connection was deleted meanwhile or the lease was lost to
+ * another worker. Answers in the order of `checks`; one connection appears at most once.
  */
-export async function recordCheck(
+export async function recordChecks(
   db: Queryable,
-  c: {
-    id: string;
-    workerId: string;
-    available: boolean;
-    at: Date;
-    nextCheckAt: Date;
-    sync: SyncState | null;
-  },
-): Promise<CheckedRow | null> {
-  const r = await db.query<CheckedRow>(
-    `UPDATE connections SET
-       consecutive_failures = CASE WHEN $2 THEN 0 ELSE consecutive_failures + 1 END,
-       consecutive_successes = CASE WHEN $2 THEN consecutive_successes + 1 ELSE 0 END,
-       last_check_at = $3, next_check_at = $4, lease_owner = NULL, lease_until = NULL,
-       sync_state = coalesce($6::jsonb, sync_state),
-       last_sync_at = CASE WHEN $6::jsonb IS NULL THEN last_sync_at ELSE $3::timestamptz END
-     WHERE id = $1 AND lease_owner = $5
-     RETURNING consecutive_failures AS failures, consecutive_successes AS successes, status,
+  workerId: string,
+  checks: readonly CheckRecord[],
+): Promise<(CheckedRow | null)[]> {
+  if (checks.length === 0) return [];
+  // Rows are locked in id order (the sort, then FOR UPDATE), so two such statements, or one and
+  // any other that locks connections in id order, cannot deadlock.
+  const sorted = [...checks].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const r = await db.query<CheckedRow & { id: string }>(
+    `WITH v AS (
+       SELECT * FROM unnest($2::text[], $3::boolean[], $4::timestamptz[], $5::timestamptz[], $6::jsonb[])
+                  AS x(id, available, at, next_at, sync)
+     ), mine AS (
+       SELECT c.id FROM connections c WHERE c.id = ANY($2::text[]) AND c.lease_owner = $1
+        ORDER BY c.id FOR UPDATE
+     )
+     UPDATE connections SET
+       consecutive_failures = CASE WHEN v.available THEN 0 ELSE consecutive_failures + 1 END,
+       consecutive_successes = CASE WHEN v.available THEN consecutive_successes + 1 ELSE 0 END,
+       last_check_at = v.at, next_check_at = v.next_at, lease_owner = NULL, lease_until = NULL,
+       sync_state = coalesce(v.sync, sync_state),
+       last_sync_at = CASE WHEN v.sync IS NULL THEN last_sync_at ELSE v.at END
+       FROM v, mine
+     WHERE connections.id = v.id AND connections.id = mine.id AND connections.lease_owner = $1
+     RETURNING connections.id, consecutive_failures AS failures, consecutive_successes AS successes, status,
                failure_threshold AS threshold,
                EXISTS (SELECT 1 FROM incidents i WHERE i.connection_id = connections.id
                         AND i.kind = 'availability' AND i.status <> 'resolved') AS open`,
     [
-      c.id,
-      c.available,
-      c.at.toISOString(),
-      c.nextCheckAt.toISOString(),
-      c.workerId,
-      c.sync ? JSON.stringify(c.sync) : null,
+      workerId,
+      sorted.map((c) => c.id),
+      sorted.map((c) => c.available),
+      sorted.map((c) => c.at.toISOString()),
+      sorted.map((c) => c.nextCheckAt.toISOString()),
+      sorted.map((c) => (c.sync ? JSON.stringify(c.sync) : null)),
     ],
   );
-  return r.rows[0] ?? null;
+  const byId = new Map(r.rows.map((row) => [row.id, row]));
+  return checks.map((c) => {
+    const row = byId.get(c.id);
+    if (!row) return null;
+    const { id: _id, ...rest } = row;
+    return rest;
+  });
+}
+
+/** `recordChecks` for one check. */
+export async function recordCheck(
+  db: Queryable,
+  c: CheckRecord & { workerId: string },
+): Promise<CheckedRow | null> {
+  const [row] = await recordChecks(db, c.workerId, [c]);
+  return row ?? null;
 }
 
 /** Ends the leases that ran out over `agoMs` ago by the database's clock (their workers died or stopped mid-check). */

@@ -20,10 +20,15 @@ export interface SyncTarget {
   teamId: string | null;
   state: SyncState;
   lastSyncAt: Date | null;
+  /**
+   * workflow_a: the workflow ids whose names were read within NAME_TTL_MS, when the caller has
+   * them already (the probe worker reads them with its claim); else they are read here.
+   */
+  freshWorkflowIds?: ReadonlySet<string>;
 }
 
 /** A name is asked for again after this long (renames show within it). */
-const NAME_TTL_MS = 6 * 3_600_000;
+export const NAME_TTL_MS = 6 * 3_600_000;
 
 function toRow(connectionId: string, r: PlatformRun, now: Date): Execution {
   return {
@@ -80,7 +85,9 @@ export async function syncExecutions(
 
   let out;
   if (t.serviceType === "workflow_a" && t.baseUrl && t.apiKey) {
-    const known = await freshWorkflowIds(ctx.stores.db, t.id, new Date(now.getTime() - NAME_TTL_MS));
+    const known =
+      t.freshWorkflowIds ??
+      (await freshWorkflowIds(ctx.stores.db, t.id, new Date(now.getTime() - NAME_TTL_MS)));
     out = await syncWorkflowA(
       agent,
       { baseUrl: t.baseUrl, apiKey: t.apiKey },

@@ -12,7 +12,8 @@ import type { CheckResult } from "./platforms.js";
 import { type Claimed, claim } from "./claim.js";
 import { changesAnything, decide } from "./decide.js";
 import { createProbeAgent } from "./http.js";
-import { recordCheck } from "./repository.js";
+import { Batcher } from "./batch.js";
+import { type CheckRecord, type CheckedRow, recordChecks } from "./repository.js";
 import { DEFAULT_FAILURE_THRESHOLD, intervalSeconds, nextSlot } from "./schedule.js";
 import { ProbeSlots } from "./slots.js";
 import type { SyncState } from "./sync.js";
@@ -26,6 +27,16 @@ import type { SyncState } from "./sync.js";
  */
 const CLAIM_AHEAD = 8;
 const BACKLOG_POLL_MS = 10;
+/**
+ * A tick claims the connections due before its next tick plus this share of a tick: the next
+ * claim starts a tick after this one returned, so claiming only one tick ahead left the
+ * connections due while a claim ran to start late by the claim's own time (hundreds of ms at
+ * 25,000 connections on a busy host).
+ */
+const CLAIM_MARGIN = 0.5;
+/** Check results recorded per statement at most, and such statements in flight at once. */
+const RECORD_BATCH = 500;
+const RECORD_IN_FLIGHT = 2;
 
 export interface ProbeWorkerOptions {
   /** Identifies this worker's leases; unique per process. */
@@ -66,6 +77,10 @@ export class ProbeWorker {
   /** Schedule lag (claim time minus the slot it was due) and checks since the last report. */
   private lags: number[] = [];
   private checks = 0;
+  /** The longest claim statement since the last report, in ms. */
+  private claimMsMax = 0;
+  /** Check results, recorded together (one statement for the checks that finish meanwhile). */
+  private readonly records: Batcher<CheckRecord, CheckedRow | null>;
 
   constructor(
     private readonly ctx: AppContext,
@@ -77,6 +92,13 @@ export class ProbeWorker {
     this.timeoutMs = opts.timeoutMs ?? ctx.config.probe.timeoutMs;
     this.concurrency = opts.concurrency ?? 200;
     this.slots = new ProbeSlots(this.concurrency);
+    this.records = new Batcher({
+      run: (items) => recordChecks(this.ctx.stores.db, this.workerId, items),
+      key: (c) => c.id,
+      maxInFlight: RECORD_IN_FLIGHT,
+      maxItems: RECORD_BATCH,
+      unreachable: (err) => err instanceof StoreNotReadyError,
+    });
     // PROBE_DENY_PRIVATE applies to the checks and the syncs alike: both go through this agent.
     this.agent = createProbeAgent({
       denyPrivate: ctx.config.outbound.denyPrivate,
@@ -103,7 +125,9 @@ export class ProbeWorker {
     try {
       const room = this.concurrency * CLAIM_AHEAD - this.inFlight;
       if (room <= 0) return 0;
+      const claimStarted = Date.now();
       const claimed = await this.claim(room);
+      this.claimMsMax = Math.max(this.claimMsMax, Date.now() - claimStarted);
       for (const c of claimed) {
         this.inFlight++;
         const p = this.startAtSlot(c)
@@ -153,7 +177,12 @@ export class ProbeWorker {
   }
 
   private claim(max: number): Promise<Claimed[]> {
-    return claim(this.ctx, { workerId: this.workerId, max, leaseMs: this.leaseMs, aheadMs: this.tickMs });
+    return claim(this.ctx, {
+      workerId: this.workerId,
+      max,
+      leaseMs: this.leaseMs,
+      aheadMs: this.tickMs * (1 + CLAIM_MARGIN),
+    });
   }
 
   private async check(c: Claimed): Promise<void> {
@@ -179,29 +208,36 @@ export class ProbeWorker {
   }
 
   /** Checks and schedule lag since the last call, logged every 10 s ("probe stats"). */
-  stats(): { checks: number; lagP50Ms: number; lagP99Ms: number; inFlight: number } {
+  stats(): { checks: number; lagP50Ms: number; lagP99Ms: number; inFlight: number; claimMsMax: number } {
     const sorted = this.lags.sort((a, b) => a - b);
     const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
-    const out = { checks: this.checks, lagP50Ms: at(0.5), lagP99Ms: at(0.99), inFlight: this.inFlight };
+    const out = {
+      checks: this.checks,
+      lagP50Ms: at(0.5),
+      lagP99Ms: at(0.99),
+      inFlight: this.inFlight,
+      claimMsMax: this.claimMsMax,
+    };
     this.lags = [];
     this.checks = 0;
+    this.claimMsMax = 0;
     return out;
   }
 
   /** Logs the stats since the last report; a probe process runs it every 10 s (jobs/jobs.ts probeProcessJobs). */
   report(): void {
     const s = this.stats();
-    if (s.checks > 0 || s.inFlight > 0) this.ctx.log.info({ worker: this.workerId, ...s }, "probe stats");
+    if (s.checks > 0 || s.inFlight > 0) this.ctx.log.info({ probeWorker: this.workerId, ...s }, "probe stats");
   }
 
   /**
-   * Counters, slot and sync state in one statement (the common case); status moves and
-   * incidents, when the decision asks for them, in one transaction with their timeline events.
+   * Counters, slot and sync state in one statement shared with the checks that finish meanwhile
+   * (the common case); status moves and incidents, when the decision asks for them, in one
+   * transaction with their timeline events.
    */
   private async record(c: Claimed, result: CheckResult, at: Date, sync: SyncState | null): Promise<void> {
-    const row = await recordCheck(this.ctx.stores.db, {
+    const row = await this.records.submit({
       id: c.id,
-      workerId: this.workerId,
       available: result.available,
       at,
       nextCheckAt: nextSlot(c.id, intervalSeconds(c.plan, c.check_interval_seconds), at),
