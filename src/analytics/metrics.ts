@@ -3,7 +3,7 @@ import type { Actor } from "../core/actor.js";
 import type { Page, Position, Window } from "../core/page.js";
 import { executions, gatewayHeartbeats, usageEntries } from "../stores/series/tables.js";
 import type { AggregateRow, Bucket, Filter } from "../stores/series/types.js";
-import { connectionScope } from "../connections/scope.js";
+import { connectionWalk, idScope } from "../connections/scope.js";
 import { DAILY_ROLLUP_DAYS } from "../retention/policy.js";
 import { dayStart, monthStart } from "../retention/rollups.js";
 import { availabilityByDay, availabilityByMonth, type AvailabilityTotals } from "../availability/totals.js";
@@ -37,16 +37,36 @@ const DEFAULT_RANGE: Record<Exclude<Bucket, "hour" | "all">, number> = {
 };
 const round = (v: number, digits: number) => Math.round(v * 10 ** digits) / 10 ** digits;
 
+/** Ids per series statement: at least this many, so sparse buckets do not cost a statement per row. */
+const CHUNK_MIN = 250;
+/** And at most this many. */
+const CHUNK_MAX = 2000;
+
 /**
  * Metric values: one row per connection and calendar bucket (UTC; weeks start on Monday),
  * computed from the series with SAMPLE BY on QuestDB and date_trunc on the SQL backend.
  * Units: executions a count; success_rate a fraction 0–1 of runs that succeeded;
  * avg_duration milliseconds; availability percent of checks available (synthetic samples
  * included); monthly_gateway_cost US cents of heartbeat and usage-entry cost together.
- * Rows come newest bucket first, then by connection id descending; the rows are computed in
- * memory, so `after` filters them and `next` is the position of the last row returned.
+ * Rows come newest bucket first, then by connection id descending; `after` continues after a
+ * row (its bucket start and connection id) and `next` is the position of the last row returned.
+ *
+ * Only the page is computed (issue #17, big accounts): the walk goes bucket by bucket, newest
+ * first, and within a bucket over the caller's visible connections by id descending, one page
+ * of ids from PostgreSQL at a time (connections/scope.ts, `connectionWalk`), each page's values
+ * computed by the series store over that bucket alone; it stops once `limit + 1` rows are
+ * found. When every visible connection fits in one page of ids (a small account, or one
+ * connection), as many buckets as the page can fill are computed in one go instead. The cost
+ * left: for a large account, a bucket in which none of its connections has a value still takes a
+ * pass over all of its ids (one cheap statement per chunk of ids) before the walk moves on.
  */
-export async function metrics(ctx: AppContext, actor: Actor, q: MetricsQuery): Promise<Page<MetricRow>> {
+export async function metrics(
+  ctx: AppContext,
+  actor: Actor,
+  q: MetricsQuery,
+  /** Ids per series statement (tests make them small to walk many chunks). */
+  chunk: { min: number; max: number } = { min: CHUNK_MIN, max: CHUNK_MAX },
+): Promise<Page<MetricRow>> {
   const [unit, ...rest] = q.metricType.split("_");
   const bucket = ({ daily: "day", weekly: "week", monthly: "month" } as const)[
     unit as "daily" | "weekly" | "monthly"
@@ -54,59 +74,66 @@ export async function metrics(ctx: AppContext, actor: Actor, q: MetricsQuery): P
   const measure = rest.join("_");
   const until = q.until ?? ctx.now();
   const since = q.since ?? new Date(until.getTime() - DEFAULT_RANGE[bucket]);
-  const scope = await connectionScope(ctx, actor, q.connectionId);
-  if (!scope) return { rows: [], next: null };
+  const walk = await connectionWalk(ctx, actor, "desc", q.connectionId);
   // whole buckets: a bucket's value always covers its whole day, week or month
-  const range = { since: bucketStart(since, bucket), until, bucket } as const;
-  let rows: MetricRow[];
-  const row = (r: AggregateRow, value: number | null, count: number): MetricRow => ({
-    connection_id: String(r.connection_id),
-    metric_type: q.metricType,
-    bucket_start: (r.bucket as Date).toISOString(),
-    value,
-    sample_count: count,
-  });
+  const first = bucketStart(since, bucket);
+  const compute = (ids: readonly string[], from: Date, to: Date) =>
+    bucketRows(ctx, q.metricType, measure, idScope(ids), { since: from, until: to, bucket });
 
-  if (measure === "availability") {
-    rows = (await availabilityBuckets(ctx, scope, range)).map((b) =>
-      row(
-        { bucket: b.bucket, connection_id: b.connection_id },
-        b.checks ? round((b.available / b.checks) * 100, 3) : null,
-        b.checks,
-      ),
-    );
-  } else if (measure === "gateway_cost") {
-    rows = await gatewayCost(ctx, scope, range);
-  } else {
-    const agg = await ctx.stores.series.aggregate(executions, {
-      ...range,
-      where: [scope],
-      groupBy: ["connection_id", "status"],
-      measures: { n: { fn: "count" }, avg_ms: { fn: "avg", column: "duration_ms" } },
-    });
-    const byKey = new Map<string, { r: AggregateRow; runs: number; ok: number; dur: number; durN: number }>();
-    for (const r of agg) {
-      const k = `${(r.bucket as Date).getTime()}\u0000${r.connection_id}`;
-      const e = byKey.get(k) ?? { r, runs: 0, ok: 0, dur: 0, durN: 0 };
-      const n = Number(r.n);
-      e.runs += n;
-      if (r.status === "success") e.ok += n;
-      if (r.avg_ms !== null) {
-        e.dur += Number(r.avg_ms) * n;
-        e.durN += n;
+  // the position: bucket `b`, and in it the connections before `before` (all when undefined)
+  let b = bucketStart(new Date(until.getTime() - 1), bucket);
+  let before: string | undefined;
+  if (q.after) {
+    const t = bucketStart(q.after.ts, bucket);
+    if (t.getTime() === q.after.ts.getTime()) {
+      // rows of bucket t before the cursor's connection, then every older bucket
+      if (t <= b) {
+        b = t;
+        before = q.after.key[0] ?? "";
       }
-      byKey.set(k, e);
-    }
-    rows = [...byKey.values()].map((e) => {
-      if (measure === "executions") return row(e.r, e.runs, e.runs);
-      if (measure === "success_rate") return row(e.r, e.runs ? round(e.ok / e.runs, 4) : null, e.runs);
-      return row(e.r, e.durN ? round(e.dur / e.durN, 1) : null, e.durN);
-    });
+    } else if (t < b) b = t; // a cursor inside a bucket: that bucket starts before it, whole
   }
+  const want = q.limit + 1;
+  const out: MetricRow[] = [];
+  while (out.length < want && b >= first) {
+    const need = want - out.length;
+    const ask = Math.min(chunk.max, Math.max(need, chunk.min));
+    const ids = await walk.page(before, ask);
+    if (before === undefined && ids.length < ask) {
+      // every visible connection is in `ids`: fill the page from as many buckets as it needs
+      if (ids.length === 0) break;
+      const k = Math.ceil(need / ids.length);
+      const from = maxDate(first, shift(b, bucket, 1 - k));
+      out.push(...sortRows(await compute(ids, from, minDate(shift(b, bucket, 1), until))));
+      b = shift(from, bucket, -1);
+      continue;
+    }
+    if (ids.length > 0) out.push(...sortRows(await compute(ids, b, minDate(shift(b, bucket, 1), until))));
+    if (ids.length < ask) {
+      b = shift(b, bucket, -1);
+      before = undefined;
+    } else before = ids[ids.length - 1];
+  }
+  const page = out.slice(0, q.limit);
+  const last = page[page.length - 1];
+  return {
+    rows: page,
+    next:
+      out.length > q.limit && last ? { ts: new Date(last.bucket_start), key: [last.connection_id] } : null,
+  };
+}
 
-  // newest bucket first, then connection; keyset continuation after the cursor's row
-  // plain comparisons: ISO timestamps of one format order as strings (localeCompare is slow)
-  rows.sort((a, b) =>
+/** The bucket `n` buckets after `b` (before, for negative `n`). */
+function shift(b: Date, bucket: "day" | "week" | "month", n: number): Date {
+  if (bucket === "month") return new Date(Date.UTC(b.getUTCFullYear(), b.getUTCMonth() + n, 1));
+  return new Date(b.getTime() + n * (bucket === "week" ? 7 : 1) * DAY);
+}
+const minDate = (a: Date, b: Date) => (a < b ? a : b);
+const maxDate = (a: Date, b: Date) => (a > b ? a : b);
+
+/** Newest bucket first, then connection id descending (plain comparisons: ISO strings of one format order as strings). */
+function sortRows(rows: MetricRow[]): MetricRow[] {
+  return rows.sort((a, b) =>
     a.bucket_start !== b.bucket_start
       ? a.bucket_start < b.bucket_start
         ? 1
@@ -117,18 +144,56 @@ export async function metrics(ctx: AppContext, actor: Actor, q: MetricsQuery): P
           ? -1
           : 0,
   );
-  if (q.after) {
-    const t = q.after.ts.toISOString();
-    const c = q.after.key[0] ?? "";
-    rows = rows.filter((r) => r.bucket_start < t || (r.bucket_start === t && r.connection_id < c));
+}
+
+/** The metric's rows for the connections in `scope` over whole buckets [since, until). */
+async function bucketRows(
+  ctx: AppContext,
+  metricType: MetricType,
+  measure: string,
+  scope: Filter,
+  range: { since: Date; until: Date; bucket: "day" | "week" | "month" },
+): Promise<MetricRow[]> {
+  const row = (r: AggregateRow, value: number | null, count: number): MetricRow => ({
+    connection_id: String(r.connection_id),
+    metric_type: metricType,
+    bucket_start: (r.bucket as Date).toISOString(),
+    value,
+    sample_count: count,
+  });
+  if (measure === "availability")
+    return (await availabilityBuckets(ctx, scope, range)).map((b) =>
+      row(
+        { bucket: b.bucket, connection_id: b.connection_id },
+        b.checks ? round((b.available / b.checks) * 100, 3) : null,
+        b.checks,
+      ),
+    );
+  if (measure === "gateway_cost") return gatewayCost(ctx, scope, range);
+  const agg = await ctx.stores.series.aggregate(executions, {
+    ...range,
+    where: [scope],
+    groupBy: ["connection_id", "status"],
+    measures: { n: { fn: "count" }, avg_ms: { fn: "avg", column: "duration_ms" } },
+  });
+  const byKey = new Map<string, { r: AggregateRow; runs: number; ok: number; dur: number; durN: number }>();
+  for (const r of agg) {
+    const k = `${(r.bucket as Date).getTime()}\u0000${r.connection_id}`;
+    const e = byKey.get(k) ?? { r, runs: 0, ok: 0, dur: 0, durN: 0 };
+    const n = Number(r.n);
+    e.runs += n;
+    if (r.status === "success") e.ok += n;
+    if (r.avg_ms !== null) {
+      e.dur += Number(r.avg_ms) * n;
+      e.durN += n;
+    }
+    byKey.set(k, e);
   }
-  const page = rows.slice(0, q.limit);
-  const last = page[page.length - 1];
-  return {
-    rows: page,
-    next:
-      rows.length > q.limit && last ? { ts: new Date(last.bucket_start), key: [last.connection_id] } : null,
-  };
+  return [...byKey.values()].map((e) => {
+    if (measure === "executions") return row(e.r, e.runs, e.runs);
+    if (measure === "success_rate") return row(e.r, e.runs ? round(e.ok / e.runs, 4) : null, e.runs);
+    return row(e.r, e.durN ? round(e.dur / e.durN, 1) : null, e.durN);
+  });
 }
 
 async function gatewayCost(
@@ -194,8 +259,9 @@ async function availabilityBuckets(
     // the first month the daily rollup still covers whole
     const dailyFrom = monthStart(new Date(ctx.now().getTime() - (DAILY_ROLLUP_DAYS - 31) * DAY));
     if (since < dailyFrom) {
-      parts.push(...(await availabilityByMonth(ctx, scope, since, dailyFrom)));
-      since = dailyFrom;
+      const upto = minDate(dailyFrom, range.until);
+      parts.push(...(await availabilityByMonth(ctx, scope, since, upto)));
+      since = upto;
     }
   }
   if (since < range.until) parts.push(...(await availabilityByDay(ctx, scope, since, range.until)));

@@ -2,9 +2,9 @@ import type { Actor } from "../core/actor.js";
 import type { AppContext } from "../core/context.js";
 import type { Page, PageRequest, Window } from "../core/page.js";
 import { dayStart } from "../retention/rollups.js";
-import { availabilityByDay, type AvailabilityTotals, availabilityTotals } from "./totals.js";
+import { availabilityByDay, availabilityTotals } from "./totals.js";
 import { availabilitySamples } from "../stores/series/tables.js";
-import { connectionScope } from "../connections/scope.js";
+import { connectionWalk, idScope } from "../connections/scope.js";
 
 const DAY_MS = 86_400_000;
 
@@ -24,6 +24,9 @@ export interface AvailabilitySummaryRow {
   avg_response_time_ms: number | null;
 }
 
+/** Ids per series statement at most, when a page's connections turn out to have few checks. */
+const CHUNK_MAX = 2000;
+
 /**
  * Per connection (ordered by id; connections without checks left out): checks, available
  * checks, uptime percent and average response time over the window. `day` is the last 24 hours,
@@ -34,44 +37,62 @@ export interface AvailabilitySummaryRow {
  * `since` and `until` narrow the window (never widen it): exactly for `day`; for `week` and
  * `month` at whole UTC days (each taken from the start of its day), as the rollup counts days.
  * Rows page by connection id: `limit` at a time, `after` the last connection of the previous page.
+ * The page of visible connections drives the series statements (connections/scope.ts,
+ * `connectionWalk`): the next `limit + 1` ids after the cursor, then more (in growing chunks)
+ * only while connections without checks leave the page short.
  */
 export async function availabilitySummary(
   ctx: AppContext,
   actor: Actor,
   q: PageRequest & Window & { connectionId?: string; window: SummaryWindow },
+  /** Ids per series statement at most (tests make it small). */
+  chunkMax = CHUNK_MAX,
 ): Promise<Page<AvailabilitySummaryRow>> {
-  const scope = await connectionScope(ctx, actor, q.connectionId);
-  if (!scope) return { rows: [], next: null };
+  const walk = await connectionWalk(ctx, actor, "asc", q.connectionId);
   const now = ctx.now();
   let since: Date;
   let until: Date;
-  let parts: AvailabilityTotals[];
   if (q.window === "day") {
     // raw samples: every plan keeps at least 7 days, so no retention horizon applies
     since = new Date(Math.max(now.getTime() - DAY_MS, q.since?.getTime() ?? 0));
     until = new Date(Math.min(now.getTime(), q.until?.getTime() ?? now.getTime()));
-    parts =
-      since < until ? await availabilityTotals(ctx, availabilitySamples, scope, since, until, "all") : [];
   } else {
     const start = dayStart(now).getTime() - (q.window === "week" ? 6 : 29) * DAY_MS;
     since = new Date(Math.max(start, q.since ? dayStart(q.since).getTime() : 0));
     until = new Date(Math.min(now.getTime(), q.until ? dayStart(q.until).getTime() : now.getTime()));
-    parts = since < until ? await availabilityByDay(ctx, scope, since, until, "all") : [];
   }
-  const totals = new Map<string, { checks: number; up: number; rs: number; rn: number }>();
-  for (const r of parts) {
-    const e = totals.get(r.connection_id) ?? { checks: 0, up: 0, rs: 0, rn: 0 };
-    e.checks += r.checks;
-    e.up += r.available;
-    e.rs += r.response_ms_sum;
-    e.rn += r.response_ms_count;
-    totals.set(r.connection_id, e);
+  if (!(since < until)) return { rows: [], next: null };
+  const want = q.limit + 1;
+  const found: [string, { checks: number; up: number; rs: number; rn: number }][] = [];
+  let after = q.after?.key[0];
+  let ask = Math.min(chunkMax, want);
+  for (;;) {
+    const ids = await walk.page(after, ask);
+    if (ids.length === 0) break;
+    const scope = idScope(ids);
+    const parts =
+      q.window === "day"
+        ? await availabilityTotals(ctx, availabilitySamples, scope, since, until, "all")
+        : await availabilityByDay(ctx, scope, since, until, "all");
+    const totals = new Map<string, { checks: number; up: number; rs: number; rn: number }>();
+    for (const r of parts) {
+      const e = totals.get(r.connection_id) ?? { checks: 0, up: 0, rs: 0, rn: 0 };
+      e.checks += r.checks;
+      e.up += r.available;
+      e.rs += r.response_ms_sum;
+      e.rn += r.response_ms_count;
+      totals.set(r.connection_id, e);
+    }
+    // the page's order is the ids' (byte order, as PostgreSQL gave them)
+    for (const id of ids) {
+      const e = totals.get(id);
+      if (e && e.checks > 0) found.push([id, e]);
+    }
+    if (found.length >= want || ids.length < ask) break;
+    after = ids[ids.length - 1];
+    ask = Math.min(chunkMax, Math.max(want - found.length, ask * 2));
   }
-  const after = q.after?.key[0];
-  const ordered = [...totals]
-    .filter(([id, e]) => e.checks > 0 && (after === undefined || id > after))
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  const page = ordered.slice(0, q.limit);
+  const page = found.slice(0, q.limit);
   const last = page[page.length - 1];
   const rows = page.map(([connection_id, e]) => ({
     connection_id,
@@ -83,5 +104,5 @@ export async function availabilitySummary(
     uptime_percent: Math.round((e.up / e.checks) * 100_000) / 1000,
     avg_response_time_ms: e.rn ? Math.round((e.rs / e.rn) * 10) / 10 : null,
   }));
-  return { rows, next: ordered.length > page.length && last ? { ts: new Date(0), key: [last[0]] } : null };
+  return { rows, next: found.length > page.length && last ? { ts: new Date(0), key: [last[0]] } : null };
 }

@@ -87,6 +87,29 @@ export async function visibleIds(db: Queryable, visible: ConditionBuilder): Prom
   return r.rows.map((row) => row.id);
 }
 
+/**
+ * One page of the ids visible under `visible`, in byte order of the id (`COLLATE "C"`, the order
+ * JavaScript compares strings in, whatever the database's collation), strictly after `after`
+ * (ascending) or before it (descending). Reads over many connections walk these pages so that
+ * each series statement names one page of connections, never every visible one.
+ */
+export async function visibleIdsPage(
+  db: Queryable,
+  visible: ConditionBuilder,
+  q: { after?: string; order: "asc" | "desc"; limit: number },
+): Promise<string[]> {
+  const { params, param } = binder();
+  const conds = [visible(param)];
+  if (q.after !== undefined)
+    conds.push(`c.id COLLATE "C" ${q.order === "asc" ? ">" : "<"} ${param(q.after)} COLLATE "C"`);
+  const r = await db.query<{ id: string }>(
+    `SELECT c.id FROM connections c WHERE ${conds.join(" AND ")}
+      ORDER BY c.id COLLATE "C" ${q.order === "asc" ? "ASC" : "DESC"} LIMIT ${param(Math.max(1, Math.trunc(q.limit)))}`,
+    params,
+  );
+  return r.rows.map((row) => row.id);
+}
+
 // --- users, organizations, memberships ---
 
 export async function userExists(db: Queryable, id: string): Promise<boolean> {

@@ -7,6 +7,7 @@ import {
   membershipRole,
   visibleConnectionsCondition,
   visibleIds,
+  visibleIdsPage,
 } from "./repository.js";
 
 /*
@@ -65,6 +66,20 @@ export async function connectionsAccess(
 /** Ids of every connection the caller may see (for series reads, which filter by connection). */
 export function visibleConnectionIds(db: Queryable, p: Actor): Promise<string[]> {
   return visibleIds(db, (param) => visibleConnectionsCondition(p, param));
+}
+
+/**
+ * One page of the ids of the connections the caller may see, in byte order of the id, after
+ * (ascending) or before (descending) `after`. Tenant isolation is the same rule as every other
+ * visibility question (`visibleConnectionsCondition`), asked of PostgreSQL at the moment of the
+ * read, so a connection moved out of an organization or deleted is never in a page.
+ */
+export function visibleConnectionIdPage(
+  db: Queryable,
+  p: Actor,
+  q: { after?: string; order: "asc" | "desc"; limit: number },
+): Promise<string[]> {
+  return visibleIdsPage(db, (param) => visibleConnectionsCondition(p, param), q);
 }
 
 /**
