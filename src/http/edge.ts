@@ -59,7 +59,8 @@ export function parseJsonBody(text: string): unknown {
     const value = secureJson.parse(text, undefined, { protoAction: "error", constructorAction: "error" });
     // JSON text can hold U+0000 or a surrogate half only as a \u escape: without one, no text
     // in the value needs the walk below (most bodies; a heartbeat's is checked in ~0.3 us)
-    if (value !== null && typeof value === "object" && !MAYBE_UNSTORABLE.test(text)) storableBodies.add(value);
+    if (value !== null && typeof value === "object" && !MAYBE_UNSTORABLE.test(text))
+      storableBodies.add(value);
     return value;
   } catch (err) {
     if (/prototype/i.test((err as Error).message))

@@ -73,13 +73,11 @@ export type HeartbeatBody = z.infer<typeof heartbeatBody>;
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
-const isCount = (v: unknown) =>
-  typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= LIMITS.tokens;
-const isMoney = (v: unknown) =>
-  typeof v === "number" && Number.isFinite(v) && v >= 0 && v <= LIMITS.costUsd;
+const isCount = (v: unknown) => typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= LIMITS.tokens;
+const isMoney = (v: unknown) => typeof v === "number" && Number.isFinite(v) && v >= 0 && v <= LIMITS.costUsd;
 const countOr0 = (p: Obj, k: string) => {
   const v = p[k];
-  if (v === undefined) return (p[k] = 0), true;
+  if (v === undefined) return ((p[k] = 0), true);
   return isCount(v);
 };
 /** Times are rare enough per body (two) to leave to the schema's own rule. */

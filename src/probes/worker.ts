@@ -227,7 +227,8 @@ export class ProbeWorker {
   /** Logs the stats since the last report; a probe process runs it every 10 s (jobs/jobs.ts probeProcessJobs). */
   report(): void {
     const s = this.stats();
-    if (s.checks > 0 || s.inFlight > 0) this.ctx.log.info({ probeWorker: this.workerId, ...s }, "probe stats");
+    if (s.checks > 0 || s.inFlight > 0)
+      this.ctx.log.info({ probeWorker: this.workerId, ...s }, "probe stats");
   }
 
   /**

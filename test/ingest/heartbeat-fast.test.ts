@@ -62,7 +62,9 @@ const body = fc.record(
       latencyMs: fc.double({ min: 0, max: 4e6, noNaN: true }),
       version: fc.string({ maxLength: 70 }),
     }),
-    system: maybe(fc.record({ loadAvg: fc.array(fc.double({ noNaN: true })), gatewayPidAlive: maybe(fc.boolean()) })),
+    system: maybe(
+      fc.record({ loadAvg: fc.array(fc.double({ noNaN: true })), gatewayPidAlive: maybe(fc.boolean()) }),
+    ),
     tokens: maybe(
       fc.record(
         {

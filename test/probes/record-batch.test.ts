@@ -184,7 +184,9 @@ for (const relational of relationals)
        VALUES ($1, 'wf-new', 'fresh', $2), ($1, 'wf-old', 'stale', $3)`,
       [w.conns.PA, now.toISOString(), new Date(now.getTime() - 7 * 3_600_000).toISOString()],
     );
-    await db.query("UPDATE connections SET next_check_at = now() - interval '1 second' WHERE service_type <> 'gateway'");
+    await db.query(
+      "UPDATE connections SET next_check_at = now() - interval '1 second' WHERE service_type <> 'gateway'",
+    );
     const claimed = await claim(ta.ctx, { workerId: "w", max: 10, leaseMs: 30_000, aheadMs: 0 });
     const by = Object.fromEntries(claimed.map((c) => [c.id, c.fresh_workflow_ids]));
     t.same(by[w.conns.PA], ["wf-new"], "names read within 6 h only");
