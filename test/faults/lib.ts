@@ -1,18 +1,13 @@
 import type pg from "pg";
 import type { Test } from "tap";
-import { type Running, spawnVigil } from "../helpers/process.js";
+import { type Running, spawnVigil, runAdmin } from "../helpers/process.js";
 
 /** Shared pieces of the fault tests (test/faults): a Vigil account, JSON calls, store visibility. */
 
 export type Env = Record<string, string>;
 
 /** Runs one `vigil admin` command and returns its JSON answer. */
-export async function admin(t: Test, env: Env, ...args: string[]): Promise<Record<string, string>> {
-  const run = spawnVigil(t, ["admin", ...args], env);
-  const { code } = await run.exited(60_000);
-  if (code !== 0) throw new Error(`vigil admin ${args.join(" ")} exited ${code}: ${run.output()}`);
-  return JSON.parse(run.output().trim().split("\n").pop() as string) as Record<string, string>;
-}
+export const admin = runAdmin;
 
 /** An enterprise user and an all-permissions personal key. */
 export async function account(t: Test, env: Env, email: string): Promise<{ userId: string; key: string }> {

@@ -76,3 +76,15 @@ export async function serveOnFreePort(t: Test, env: Record<string, string>, args
   const m = await running.waitFor(/Server listening at (http:\/\/127\.0\.0\.1:\d+)/);
   return { ...running, url: m[1] as string };
 }
+
+/** Runs one `vigil admin` command against `env`'s stores and returns its JSON answer (throws on failure). */
+export async function runAdmin(
+  t: Test,
+  env: Record<string, string>,
+  ...args: string[]
+): Promise<Record<string, string>> {
+  const run = spawnVigil(t, ["admin", ...args], env);
+  const { code } = await run.exited(60_000);
+  if (code !== 0) throw new Error(`vigil admin ${args.join(" ")} exited ${code}: ${run.output()}`);
+  return JSON.parse(run.output().trim().split("\n").pop() as string) as Record<string, string>;
+}

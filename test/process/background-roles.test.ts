@@ -2,7 +2,7 @@ import pg from "pg";
 import t from "tap";
 import { startWorkflowA } from "../../src/sim/workflow-a.js";
 import { freshDatabaseUrl, requireBackend } from "../helpers/backends.js";
-import { serveOnFreePort, spawnVigil } from "../helpers/process.js";
+import { serveOnFreePort, spawnVigil, runAdmin } from "../helpers/process.js";
 
 /**
  * The probe and jobs roles in two processes each, on one PostgreSQL: a connection is checked
@@ -26,11 +26,7 @@ t.test("two probe processes from the start: every slot of a connection is checke
   t.teardown(() => db.end());
   const sim = await startWorkflowA();
   t.teardown(() => sim.close());
-  const admin = async (...args: string[]) => {
-    const run = spawnVigil(t, ["admin", ...args], env);
-    await run.exited(30_000);
-    return JSON.parse(run.output().trim().split("\n").pop() as string) as Record<string, string>;
-  };
+  const admin = (...args: string[]) => runAdmin(t, env, ...args);
   const api = await serveOnFreePort(t, env, ["--roles", "api"]);
   await api.waitFor(/series store ready/, 60_000);
   const user = await admin("create-user", "--email", "slots@x.example", "--plan", "enterprise");

@@ -5,7 +5,7 @@ import {
   TEST_QUESTDB_PG_URL,
   TEST_QUESTDB_URL,
 } from "../helpers/backends.js";
-import { serveOnFreePort, spawnVigil } from "../helpers/process.js";
+import { serveOnFreePort, runAdmin } from "../helpers/process.js";
 
 /**
  * Heartbeats and usage batches flow while the server is killed with SIGKILL and restarted:
@@ -23,11 +23,7 @@ t.test("SIGKILL mid-ingest loses nothing acknowledged and counts nothing twice",
     VIGIL_SECRET: "crash-test-secret-crash-test-secret-0001",
     LOG_LEVEL: "warn",
   };
-  const admin = async (...args: string[]) => {
-    const run = spawnVigil(t, ["admin", ...args], env);
-    await run.exited(30_000);
-    return JSON.parse(run.output().trim().split("\n").pop() as string) as Record<string, string>;
-  };
+  const admin = (...args: string[]) => runAdmin(t, env, ...args);
   const user = await admin("create-user", "--email", "crash@x.example", "--plan", "enterprise");
   const { key } = await admin("create-key", "--user", user.id as string);
   const auth = { authorization: `Bearer ${key}`, "content-type": "application/json" };

@@ -2,7 +2,7 @@ import pg from "pg";
 import t from "tap";
 import { startWorkflowA } from "../../src/sim/workflow-a.js";
 import { freshDatabaseUrl, requireBackend } from "../helpers/backends.js";
-import { serveOnFreePort, spawnVigil } from "../helpers/process.js";
+import { serveOnFreePort, spawnVigil, runAdmin } from "../helpers/process.js";
 
 /**
  * Two real `vigil serve --roles probe` processes on one Postgres: a connection is never checked
@@ -30,11 +30,7 @@ t.test("two probe processes share connections; a killed one's are taken over", a
       body: JSON.stringify({ fault }),
     });
 
-  const admin = async (...args: string[]) => {
-    const run = spawnVigil(t, ["admin", ...args], env);
-    await run.exited(30_000);
-    return JSON.parse(run.output().trim().split("\n").pop() as string) as Record<string, string>;
-  };
+  const admin = (...args: string[]) => runAdmin(t, env, ...args);
   const user = await admin("create-user", "--email", "probes@x.example", "--plan", "enterprise");
   const { key } = await admin("create-key", "--user", user.id as string);
   const api = await serveOnFreePort(t, env, ["--roles", "api"]);

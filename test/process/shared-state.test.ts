@@ -6,7 +6,7 @@ import {
   TEST_QUESTDB_PG_URL,
   TEST_QUESTDB_URL,
 } from "../helpers/backends.js";
-import { serveOnFreePort, spawnVigil } from "../helpers/process.js";
+import { serveOnFreePort, spawnVigil, runAdmin } from "../helpers/process.js";
 
 /**
  * Two `vigil serve --roles api` processes on one PostgreSQL (and one QuestDB), as behind a load
@@ -21,12 +21,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * must hold across processes.
  */
 async function twoApis(t: Test, env: Record<string, string>) {
-  const admin = async (...args: string[]) => {
-    const run = spawnVigil(t, ["admin", ...args], env);
-    const exit = await run.exited(30_000);
-    if (exit.code !== 0) throw new Error(`vigil admin ${args[0]}: ${run.output()}`);
-    return JSON.parse(run.output().trim().split("\n").pop() as string) as Record<string, string>;
-  };
+  const admin = (...args: string[]) => runAdmin(t, env, ...args);
   // the first applies the migrations alone; the second starts once they are in
   const served = { ...env, LOG_LEVEL: "info" }; // the start-up lines waited for are at info
   const a = await serveOnFreePort(t, served, ["--roles", "api"]);
