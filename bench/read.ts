@@ -243,6 +243,11 @@ export async function run(config: Config, args: string[]): Promise<void> {
     cleanups.unshift(() => traced.close());
     const qCtx = context(benchConfig, log, db, traced);
     const sqlCtx = context(benchConfig, log, db, createSqlSeriesStore(db));
+    // both backends share this PostgreSQL, so one rollup state: both runs at one instant, so that
+    // the watermark recorded is the one each backend's partial rows of today carry
+    const rollupAt = new Date();
+    const clocks = [qCtx.now, sqlCtx.now];
+    qCtx.now = sqlCtx.now = () => rollupAt;
     let t0 = Date.now();
     const rolled = await rollUp(qCtx, { since: new Date(start) });
     say(
@@ -251,6 +256,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
     t0 = Date.now();
     await rollUp(sqlCtx, { since: new Date(start) });
     say(`rollup on PostgreSQL: ${fmt((Date.now() - t0) / 1000, 1)} s`);
+    [qCtx.now, sqlCtx.now] = clocks as [typeof qCtx.now, typeof sqlCtx.now];
 
     const qApp = await buildApp(qCtx);
     const sApp = await buildApp(sqlCtx);

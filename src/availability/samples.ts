@@ -1,5 +1,6 @@
 import type { AppContext } from "../core/context.js";
 import { markDaysDirty } from "../retention/repository.js";
+import { ROLLUP_LATENESS_MS } from "../retention/policy.js";
 import { availabilitySamples, type RowOf } from "../stores/series/tables.js";
 import type { TableRows } from "../stores/series/types.js";
 
@@ -159,19 +160,22 @@ const MARK_EVERY_MS = 1000;
 const markedAt = new WeakMap<AppContext, Map<number, number>>();
 
 /**
- * Marks the past days that committed samples fall on, so reads take those days from raw
- * samples until the next rollup run has redone them. Samples of today need no mark. Called only
- * after the write is acknowledged: a mark before it could be cleared by a rollup that ran
- * before the sample was visible.
+ * Marks the days of committed samples that came late, more than ROLLUP_LATENESS_MS after their
+ * own time (gap-fill, a resent heartbeat), so reads take those days from raw samples until the
+ * next rollup run has redone them (retention/rollups.ts: a run counts only samples that old, so
+ * a sample committed sooner is counted by the run after it). Called only after the write is
+ * acknowledged: a mark before it could be cleared by a rollup that ran before the sample was
+ * visible.
  */
 export async function samplesCommitted(ctx: AppContext, rows: readonly { ts: Date }[]): Promise<void> {
   const now = ctx.now();
+  const late = now.getTime() - ROLLUP_LATENESS_MS;
   const today = dayStart(now.getTime());
   const recent = markedAt.get(ctx) ?? new Map<number, number>();
   markedAt.set(ctx, recent);
   const days = new Set<number>();
   for (const r of rows) {
-    if (r.ts.getTime() >= today) continue;
+    if (r.ts.getTime() >= late) continue;
     const day = dayStart(r.ts.getTime());
     // a flood of late samples (a fleet reconnecting after midnight) refreshes a day's mark at
     // most once a second; the rollup run redoes yesterday every time anyway

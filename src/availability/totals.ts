@@ -7,7 +7,12 @@ import {
   SAMPLE_MEASURES,
   toRollup,
 } from "../retention/rollups.js";
-import { availabilityDaily, availabilityMonthly, availabilitySamples } from "../stores/series/tables.js";
+import {
+  availabilityDaily,
+  availabilityMonthly,
+  availabilityPartial,
+  availabilitySamples,
+} from "../stores/series/tables.js";
 import type { Filter } from "../stores/series/types.js";
 
 /**
@@ -32,9 +37,11 @@ export interface AvailabilityTotals {
 /**
  * Availability per connection over [since, until), per UTC day (`bucket: "day"`) or as one total
  * per connection (`"all"`; rows of several spans, to be summed by the caller). Days the rollup
- * can be trusted for come from the daily rollup, which outlives raw samples; the rest (today,
- * a day not yet rolled up after it ended, a day with a late sample) from raw samples, so the
- * numbers are exact to the moment. `since` is taken from the start of its day.
+ * can be trusted for come from the daily rollup, which outlives raw samples; the day the last
+ * rollup run reached (normally today) from that run's partial rows up to its watermark plus the
+ * raw samples after it; the rest (a day with a late sample, a day the rollup has not reached)
+ * from raw samples, so the numbers are exact to the moment. `since` is taken from the start of its
+ * day.
  */
 export async function availabilityByDay(
   ctx: AppContext,
@@ -47,11 +54,27 @@ export async function availabilityByDay(
   const state = await rollupState(ctx);
   const trusted = state.rolledThrough ? dayStart(state.rolledThrough) : from;
   const rollupUntil = new Date(Math.min(trusted.getTime(), until.getTime()));
+  const isDirty = (d: Date) => state.dirty.some((x) => x.getTime() === d.getTime());
   // spans read from raw samples: dirty days inside the rolled range, and everything after it
   const rawSpans: [Date, Date][] = [];
   const dirty = state.dirty.filter((d) => d >= from && d < rollupUntil);
   for (const d of dirty) rawSpans.push([d, new Date(d.getTime() + DAY_MS)]);
-  if (until > rollupUntil) rawSpans.push([new Date(Math.max(rollupUntil.getTime(), from.getTime())), until]);
+  const reads: Promise<AvailabilityTotals[]>[] = [];
+  if (until > rollupUntil) {
+    let rawFrom = new Date(Math.max(rollupUntil.getTime(), from.getTime()));
+    // the partial day: the last run's rows up to its watermark, then raw samples after it
+    const mark = state.partialThrough;
+    if (mark && dayStart(mark).getTime() === rawFrom.getTime() && until >= mark && !isDirty(rawFrom)) {
+      const day = rawFrom;
+      reads.push(
+        availabilityTotals(ctx, availabilityPartial, scope, mark, new Date(mark.getTime() + 1), "all").then(
+          (rows) => rows.map((r) => ({ ...r, bucket: day })),
+        ),
+      );
+      rawFrom = mark;
+    }
+    rawSpans.push([rawFrom, until]);
+  }
   // rolled spans: [from, rollupUntil) without the dirty days
   const rolledSpans: [Date, Date][] = [];
   let cursor = from;
@@ -59,11 +82,28 @@ export async function availabilityByDay(
     if (d > cursor) rolledSpans.push([cursor, d]);
     cursor = new Date(d.getTime() + DAY_MS);
   }
-  const parts = await Promise.all([
-    ...rolledSpans.map(([a, b]) => availabilityTotals(ctx, availabilityDaily, scope, a, b, bucket)),
-    ...rawSpans.map(([a, b]) => availabilityTotals(ctx, availabilitySamples, scope, a, b, bucket)),
-  ]);
-  return parts.flat();
+  const parts = (
+    await Promise.all([
+      ...rolledSpans.map(([a, b]) => availabilityTotals(ctx, availabilityDaily, scope, a, b, bucket)),
+      ...rawSpans.map(([a, b]) => availabilityTotals(ctx, availabilitySamples, scope, a, b, bucket)),
+      ...reads,
+    ])
+  ).flat();
+  if (reads.length === 0 || bucket === "all") return parts;
+  // the partial day's rows and its raw rows after the watermark: one row per connection and day
+  const byKey = new Map<string, AvailabilityTotals>();
+  for (const p of parts) {
+    const k = `${p.bucket.getTime()}\u0000${p.connection_id}`;
+    const e = byKey.get(k);
+    if (!e) byKey.set(k, { ...p });
+    else {
+      e.checks += p.checks;
+      e.available += p.available;
+      e.response_ms_sum += p.response_ms_sum;
+      e.response_ms_count += p.response_ms_count;
+    }
+  }
+  return [...byKey.values()];
 }
 
 /** Monthly rollup rows over [since, until) (months older than the daily rollup keeps). */
@@ -77,7 +117,7 @@ export function availabilityByMonth(ctx: AppContext, scope: Filter, since: Date,
  */
 export async function availabilityTotals(
   ctx: AppContext,
-  table: typeof availabilitySamples | typeof availabilityDaily,
+  table: typeof availabilitySamples | typeof availabilityDaily | typeof availabilityPartial,
   scope: Filter,
   since: Date,
   until: Date,

@@ -2,10 +2,10 @@ import type { Actor } from "../core/actor.js";
 import type { AppContext } from "../core/context.js";
 import { requireReadable } from "../connections/scope.js";
 import { connectionsAccess } from "../identity/visibility.js";
-import { dayStart, rollupState, SAMPLE_MEASURES, toRollup } from "../retention/rollups.js";
-import { availabilityDaily, availabilitySamples, type RowOf } from "../stores/series/tables.js";
+import { dayStart, SAMPLE_MEASURES, toRollup } from "../retention/rollups.js";
+import { availabilitySamples, type RowOf } from "../stores/series/tables.js";
 import type { Filter } from "../stores/series/types.js";
-import { availabilityByDay, type AvailabilityTotals, availabilityTotals } from "./totals.js";
+import { availabilityByDay } from "./totals.js";
 
 /**
  * Read functions of the dashboard's connection views (issue #15): the 90-day uptime bar of each
@@ -67,7 +67,7 @@ export async function uptimeBars(
   const now = ctx.now();
   const first = dayStart(now).getTime() - (days - 1) * DAY_MS;
   const scope: Filter = { column: "connection_id", op: "in", value: visible };
-  const rows = await dayTotals(ctx, scope, new Date(first), now);
+  const rows = await availabilityByDay(ctx, scope, new Date(first), now, "day");
   const grid = new Map<string, UptimeCell[]>();
   for (const id of visible)
     grid.set(
@@ -105,39 +105,6 @@ export async function uptimeBars(
     out.set(id, { connectionId: id, cells, checks, available: up, uptimePercent: uptimePercent(up, checks) });
   }
   return out;
-}
-
-/**
- * Availability per connection and UTC day over [since, now), as `availabilityByDay` counts it, with
- * today cheaper: when the rollup job ran today (every 5 minutes in the jobs role) and no late sample
- * marked today since, today is the partial daily row that run wrote (today's samples up to the
- * run) plus the raw samples after it, instead of every raw sample since midnight (a list of 50
- * connections checked every 10 s would otherwise aggregate up to 432,000 samples late in the day).
- * A sample that was still being written while that run started (an in-flight check) counts from
- * the next run on, at most 5 minutes later. Before the first run of the day, or with today marked
- * dirty, today comes from raw samples, exact.
- */
-async function dayTotals(
-  ctx: AppContext,
-  scope: Filter,
-  since: Date,
-  now: Date,
-): Promise<AvailabilityTotals[]> {
-  const today = dayStart(now);
-  const state = await rollupState(ctx);
-  const rolled = state.rolledThrough;
-  const usable =
-    rolled !== null &&
-    rolled.getTime() > today.getTime() &&
-    rolled.getTime() <= now.getTime() &&
-    !state.dirty.some((d) => d.getTime() === today.getTime());
-  if (!usable || since >= today) return availabilityByDay(ctx, scope, since, now, "day");
-  const parts = await Promise.all([
-    availabilityByDay(ctx, scope, since, today, "day"),
-    availabilityTotals(ctx, availabilityDaily, scope, today, new Date(today.getTime() + DAY_MS), "day"),
-    availabilityTotals(ctx, availabilitySamples, scope, rolled, now, "day"),
-  ]);
-  return parts.flat();
 }
 
 /** A connection's newest check (real or synthetic). */

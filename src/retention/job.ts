@@ -1,5 +1,10 @@
 import type { AppContext } from "../core/context.js";
-import { availabilityDaily, availabilityMonthly, availabilitySamples } from "../stores/series/tables.js";
+import {
+  availabilityDaily,
+  availabilityMonthly,
+  availabilityPartial,
+  availabilitySamples,
+} from "../stores/series/tables.js";
 import { DAILY_ROLLUP_DAYS, MONTHLY_ROLLUP_YEARS, rawExpiryRules } from "./policy.js";
 import { rollUp } from "./rollups.js";
 import { expireIdempotencyKeys } from "../usage/repository.js";
@@ -9,8 +14,9 @@ const DAY_MS = 86_400_000;
 
 /**
  * Removes what retention no longer keeps: raw availability samples past each connection's plan
- * (README: Retention), daily rollups past 425 days and monthly ones past 6 years. Resolves with
- * the rows removed per table.
+ * (README: Retention), daily rollups past 425 days, monthly ones past 6 years, and the partial
+ * rows of the day in progress past two days (reads use only the newest run's). Resolves with the
+ * rows removed per table.
  */
 export async function expire(ctx: AppContext): Promise<Record<string, number>> {
   const now = ctx.now();
@@ -22,6 +28,9 @@ export async function expire(ctx: AppContext): Promise<Record<string, number>> {
   const monthsAgo = new Date(now);
   monthsAgo.setUTCFullYear(monthsAgo.getUTCFullYear() - MONTHLY_ROLLUP_YEARS);
   const monthly = await series.expire(availabilityMonthly, [{ before: monthsAgo, keep: [] }]);
+  const partial = await series.expire(availabilityPartial, [
+    { before: new Date(now.getTime() - 2 * DAY_MS), keep: [] },
+  ]);
   const idempotency = await expireIdempotencyKeys(
     ctx.stores.db,
     new Date(now.getTime() - IDEMPOTENCY_HOURS * 3_600_000),
@@ -30,6 +39,7 @@ export async function expire(ctx: AppContext): Promise<Record<string, number>> {
     availability_samples: raw,
     availability_daily: daily,
     availability_monthly: monthly,
+    availability_partial: partial,
     usage_idempotency_keys: idempotency,
   };
 }

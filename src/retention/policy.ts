@@ -9,6 +9,14 @@ const DAY_MS = 86_400_000;
 export const DAILY_ROLLUP_DAYS = 425;
 /** Monthly rollups are kept at least this many years (the QuestDB table keeps 6 whole years). */
 export const MONTHLY_ROLLUP_YEARS = 6;
+/**
+ * How late a sample may be committed after its own time and still be counted by the rollup
+ * without marking its day dirty: a run rolls up only what lies this far behind it (its
+ * watermark), and a sample committed more than this after its time marks its day, so the day is
+ * read from raw samples until the next run has counted it (availability/samples.ts). Covers a
+ * probe check's timeout and batching and a heartbeat's trip many times over.
+ */
+export const ROLLUP_LATENESS_MS = 10 * 60_000;
 /** The longest raw retention of any plan: what a connection unknown to Postgres never exceeds. */
 export const MAX_RAW_RETENTION_DAYS = Math.max(...Object.values(RAW_RETENTION_DAYS));
 

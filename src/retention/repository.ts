@@ -23,14 +23,20 @@ export async function selectConnectionPlans(
 
 export async function selectRollupState(
   db: Queryable,
-): Promise<{ rolledThrough: Date | null; dirty: Date[] }> {
-  const r = await db.query<{ rolled_through: Date | null; dirty: Date[] | null }>(
+): Promise<{ rolledThrough: Date | null; partialThrough: Date | null; dirty: Date[] }> {
+  const r = await db.query<{
+    rolled_through: Date | null;
+    partial_through: Date | null;
+    dirty: Date[] | null;
+  }>(
     `SELECT (SELECT rolled_through FROM rollup_state WHERE id = 1) AS rolled_through,
+            (SELECT partial_through FROM rollup_state WHERE id = 1) AS partial_through,
             (SELECT array_agg(day ORDER BY day) FROM rollup_dirty) AS dirty`,
   );
   const row = r.rows[0];
   return {
     rolledThrough: row?.rolled_through ? new Date(row.rolled_through) : null,
+    partialThrough: row?.partial_through ? new Date(row.partial_through) : null,
     dirty: (row?.dirty ?? []).map((d) => new Date(d)),
   };
 }
@@ -45,12 +51,18 @@ export async function markDaysDirty(db: Queryable, days: readonly Date[], at: Da
   );
 }
 
-/** Records that a run started at `started` rolled everything before it up, and clears the marks it covered. */
-export async function recordRollupRun(db: Queryable, started: Date): Promise<void> {
+/**
+ * Records a run that started at `started` and rolled everything before `watermark` up (whole days
+ * into the daily rollup, the watermark's own day into partial rows dated `watermark`), and clears
+ * the dirty marks made before it started: those samples were visible to it.
+ */
+export async function recordRollupRun(db: Queryable, started: Date, watermark: Date): Promise<void> {
   await db.query(
-    `INSERT INTO rollup_state (id, rolled_through) VALUES (1, $1)
-     ON CONFLICT (id) DO UPDATE SET rolled_through = greatest(rollup_state.rolled_through, excluded.rolled_through)`,
-    [started.toISOString()],
+    `INSERT INTO rollup_state (id, rolled_through, partial_through) VALUES (1, $1, $1)
+     ON CONFLICT (id) DO UPDATE SET
+       rolled_through = greatest(rollup_state.rolled_through, excluded.rolled_through),
+       partial_through = greatest(rollup_state.partial_through, excluded.partial_through)`,
+    [watermark.toISOString()],
   );
   await db.query("DELETE FROM rollup_dirty WHERE marked_at <= $1", [started.toISOString()]);
 }

@@ -2,11 +2,12 @@ import type { AppContext } from "../core/context.js";
 import {
   availabilityDaily,
   availabilityMonthly,
+  availabilityPartial,
   availabilitySamples,
   type RowOf,
 } from "../stores/series/tables.js";
 import type { AggregateRow, Measure } from "../stores/series/types.js";
-import { MAX_RAW_RETENTION_DAYS } from "./policy.js";
+import { MAX_RAW_RETENTION_DAYS, ROLLUP_LATENESS_MS } from "./policy.js";
 import { recordRollupRun, selectRollupState } from "./repository.js";
 
 const DAY_MS = 86_400_000;
@@ -33,27 +34,38 @@ export const toRollup = (r: AggregateRow): RowOf<typeof availabilityDaily> => ({
 /**
  * What the daily rollup can be trusted for: every day before the one holding `rolledThrough` was
  * rolled up after it ended, except the `dirty` days, which received a late sample (gap-fill or a
- * late heartbeat) since (marked by the samples writer, availability/samples.ts). Null
- * `rolledThrough`: nothing rolled up yet.
+ * late heartbeat) since (marked by the samples writer, availability/samples.ts). `partialThrough`
+ * is the newest watermark whose partial rows are all written: the day holding it is counted by
+ * those rows up to it. Null: nothing rolled up yet.
  */
-export function rollupState(ctx: AppContext): Promise<{ rolledThrough: Date | null; dirty: Date[] }> {
+export function rollupState(
+  ctx: AppContext,
+): Promise<{ rolledThrough: Date | null; partialThrough: Date | null; dirty: Date[] }> {
   return selectRollupState(ctx.stores.db);
 }
 
 /**
- * Rolls raw availability samples up into daily rows, and daily rows into monthly ones: from the
- * day the last run reached (at most from yesterday on, which may still receive gap-fill), and
- * every day marked dirty; on a first run, from the oldest sample any plan keeps. Waits until
- * every acknowledged write is visible first, so nothing acknowledged before the run is missed;
- * then records how far it got and clears the dirty marks it covered. Idempotent: rows are
- * upserts, so a run repeated or run by two nodes at once writes the same numbers.
+ * Rolls raw availability samples up into daily rows, and daily rows into monthly ones, up to the
+ * run's watermark, {@link ROLLUP_LATENESS_MS} before it started: whole days before the
+ * watermark's day into the daily rollup, and the watermark's own day, from its start to the
+ * watermark, into partial rows dated the watermark (`availability_partial`), which reads of that
+ * day complete with the raw samples after it (availability/totals.ts). Days are redone from the day
+ * the last run reached (at least yesterday, which may still receive gap-fill) and every day
+ * marked dirty; on a first run, from the oldest sample any plan keeps. Waits until every
+ * acknowledged write is visible first, so nothing acknowledged before the run is missed; then
+ * records how far it got and clears the dirty marks it covered. A sample acknowledged after the
+ * run started and older than its watermark was committed more than ROLLUP_LATENESS_MS late, so
+ * it marked its day. Idempotent: rows are upserts, so a run repeated or run by two nodes at once
+ * writes the same numbers, and each run's partial rows have a key of their own.
  */
 export async function rollUp(
   ctx: AppContext,
   opts: { since?: Date } = {},
-): Promise<{ days: number; months: number }> {
+): Promise<{ days: number; months: number; partial: number }> {
   const series = ctx.stores.series;
   const started = ctx.now();
+  const watermark = new Date(started.getTime() - ROLLUP_LATENESS_MS);
+  const partialDay = dayStart(watermark);
   const state = await rollupState(ctx);
   let since = opts.since;
   if (!since) {
@@ -66,7 +78,21 @@ export async function rollUp(
   }
   since = dayStart(since);
   await series.waitVisible();
-  const days = await rollInto(ctx, availabilitySamples, availabilityDaily, "day", since, started);
+  const days =
+    since < partialDay
+      ? await rollInto(ctx, availabilitySamples, availabilityDaily, "day", since, partialDay)
+      : 0;
+  const partialRows = (
+    await series.aggregate(availabilitySamples, {
+      bucket: "all",
+      since: partialDay,
+      until: watermark,
+      groupBy: ["connection_id"],
+      measures: SAMPLE_MEASURES,
+    })
+  ).map((r) => toRollup({ ...r, bucket: watermark }));
+  if (partialRows.length) await series.append(availabilityPartial, partialRows);
+  await series.waitVisible();
   // months from the daily rows, which outlive the raw samples a month's first days may have lost
   const months = await rollInto(
     ctx,
@@ -74,10 +100,10 @@ export async function rollUp(
     availabilityMonthly,
     "month",
     monthStart(since),
-    started,
+    partialDay,
   );
-  await recordRollupRun(ctx.stores.db, started);
-  return { days, months };
+  await recordRollupRun(ctx.stores.db, started, watermark);
+  return { days, months, partial: partialRows.length };
 }
 
 /**

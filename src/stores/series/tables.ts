@@ -145,6 +145,13 @@ export const availabilityDaily = table("availability_daily", rollupColumns, ["co
 /** Availability per connection and UTC calendar month, rolled up from the daily rows. */
 export const availabilityMonthly = table("availability_monthly", rollupColumns, ["connection_id"]);
 
+/**
+ * The day still in progress, rolled up to a watermark: each rollup run writes one row per
+ * connection for [start of the watermark's day, watermark) with `ts` the watermark itself, so a
+ * run never changes the rows an earlier run's readers use (retention/rollups.ts). Kept two days.
+ */
+export const availabilityPartial = table("availability_partial", rollupColumns, ["connection_id"]);
+
 export const seriesTables = {
   availabilitySamples,
   executions,
@@ -153,6 +160,7 @@ export const seriesTables = {
   gatewayModelUsage,
   availabilityDaily,
   availabilityMonthly,
+  availabilityPartial,
 } as const;
 
 export type SeriesTable = (typeof seriesTables)[keyof typeof seriesTables];
