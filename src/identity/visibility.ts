@@ -7,6 +7,7 @@ import {
   membershipRole,
   visibleConnectionsCondition,
   visibleIds,
+  userVisibleIdsPage,
   visibleIdsPage,
 } from "./repository.js";
 
@@ -79,7 +80,11 @@ export function visibleConnectionIdPage(
   p: Actor,
   q: { after?: string; order: "asc" | "desc"; limit: number },
 ): Promise<string[]> {
-  return visibleIdsPage(db, (param) => visibleConnectionsCondition(p, param), q);
+  const visible = (param: (v: unknown) => string) => visibleConnectionsCondition(p, param);
+  // a user's view spans their personal connections and every organization they belong to
+  if (p.type === "user" || (p.type === "api_key" && p.scope !== "organization"))
+    return userVisibleIdsPage(db, p.userId, visible, q);
+  return visibleIdsPage(db, visible, q);
 }
 
 /**
