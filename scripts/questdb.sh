@@ -8,7 +8,8 @@
 #
 # Environment: QUESTDB_DIR (data, config, pid and log; default ./.questdb), QUESTDB_HTTP_PORT
 # (9000), QUESTDB_PG_PORT (8812), QUESTDB_ILP_PORT (9009), QUESTDB_HTTP_MIN_PORT (9003),
-# QUESTDB_HEAP (2g), QUESTDB_LOG_LEVEL (ERROR,CRITICAL,ADVISORY; INFO to see every commit), JAVA_HOME (a JDK 17 or newer; default: java on PATH).
+# QUESTDB_HEAP (2g), QUESTDB_APPLY_SLEEP_MS (100: how long the WAL apply worker sleeps once idle,
+# so commits are applied in batches), QUESTDB_LOG_LEVEL (ERROR,CRITICAL,ADVISORY; INFO to see every commit), JAVA_HOME (a JDK 17 or newer; default: java on PATH).
 set -euo pipefail
 
 # The one place the QuestDB version is pinned (docker-compose.yml must match; a test checks it).
@@ -22,6 +23,7 @@ PG_PORT=${QUESTDB_PG_PORT:-8812}
 ILP_PORT=${QUESTDB_ILP_PORT:-9009}
 HTTP_MIN_PORT=${QUESTDB_HTTP_MIN_PORT:-9003}
 HEAP=${QUESTDB_HEAP:-2g}
+APPLY_SLEEP_MS=${QUESTDB_APPLY_SLEEP_MS:-100}
 M2=${MAVEN_REPO:-$HOME/.m2/repository}
 JAR="$M2/org/questdb/questdb/$QUESTDB_VERSION/questdb-$QUESTDB_VERSION.jar"
 PIDFILE="$DIR/questdb.pid"
@@ -79,9 +81,14 @@ wal.apply.worker.count=1
 shared.worker.yield.threshold=10
 shared.worker.nap.threshold=20
 shared.worker.sleep.threshold=1000
+# The WAL apply worker sleeps $APPLY_SLEEP_MS ms once idle: commits that arrive meanwhile are
+# applied together, squashed into one out-of-order merge instead of one each. Heartbeat ingest at
+# 100 gateways: QuestDB 96 -> 37 us CPU per heartbeat, 1.5x the throughput (bench/ingest.ts,
+# README "Fleet scale"). The price: a committed row becomes visible to reads up to that much later.
 wal.apply.worker.yield.threshold=10
-wal.apply.worker.nap.threshold=20
-wal.apply.worker.sleep.threshold=1000
+wal.apply.worker.nap.threshold=1
+wal.apply.worker.sleep.threshold=2
+wal.apply.worker.sleep.timeout=$APPLY_SLEEP_MS
 CONF
   # INFO logs several lines per WAL commit; under steady ingest that formatting and writing
   # cost QuestDB a sixth of a core. QUESTDB_LOG_LEVEL=INFO brings them back for debugging.
