@@ -38,6 +38,19 @@ export function jsonDepth(text: string, limit = Number.POSITIVE_INFINITY): numbe
   return max;
 }
 
+/**
+ * True when the text holds at most `n` of `{` and `[` in all (strings included): then nothing in
+ * it nests deeper than `n`, and the character scan of `jsonDepth` is not needed. Counted with
+ * `indexOf`, which skips the text between them natively: a heartbeat has about a dozen, so this
+ * costs a fraction of the scan (about 2 us of a heartbeat's CPU).
+ */
+export function fewOpeners(text: string, n: number): boolean {
+  let count = 0;
+  for (let i = text.indexOf("{"); i !== -1; i = text.indexOf("{", i + 1)) if (++count > n) return false;
+  for (let i = text.indexOf("["); i !== -1; i = text.indexOf("[", i + 1)) if (++count > n) return false;
+  return true;
+}
+
 /** A \u escape of U+0000 or of a surrogate half (which may still be half of a valid pair). */
 const MAYBE_UNSTORABLE = /\\u(0000|d[89a-f])/i;
 /** Parsed bodies whose text had no such escape: all their text can be stored. */
@@ -51,7 +64,7 @@ export function parseJsonBody(text: string): unknown {
     err.statusCode = 400;
     throw err;
   }
-  if (jsonDepth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH)
+  if (!fewOpeners(text, MAX_JSON_DEPTH) && jsonDepth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH)
     throw badRequest(`body: nested deeper than ${MAX_JSON_DEPTH} levels; flatten the document.`, {
       max_depth: MAX_JSON_DEPTH,
     });
