@@ -153,6 +153,26 @@ export async function recordCheck(
   return row ?? null;
 }
 
+/**
+ * Extends the leases `workerId` still holds on these connections to `leaseMs` from now (the
+ * database's clock), so a check that outlasts its lease (queued for a slot, slow platform
+ * requests, a sync) is not claimed by another worker meanwhile. A lease another worker has taken,
+ * or that a recorded result ended, is left alone.
+ */
+export async function renewLeases(
+  db: Queryable,
+  workerId: string,
+  ids: readonly string[],
+  leaseMs: number,
+): Promise<number> {
+  const r = await db.query(
+    `UPDATE connections SET lease_until = now() + make_interval(secs => $3)
+      WHERE id = ANY($2::text[]) AND lease_owner = $1`,
+    [workerId, ids, leaseMs / 1000],
+  );
+  return r.rowCount;
+}
+
 /** Ends the leases that ran out over `agoMs` ago by the database's clock (their workers died or stopped mid-check). */
 export async function releaseExpiredLeases(db: Queryable, agoMs: number): Promise<number> {
   const r = await db.query(

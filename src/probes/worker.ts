@@ -13,7 +13,7 @@ import { type Claimed, claim } from "./claim.js";
 import { changesAnything, decide } from "./decide.js";
 import { createProbeAgent } from "./http.js";
 import { Batcher } from "./batch.js";
-import { type CheckRecord, type CheckedRow, recordChecks } from "./repository.js";
+import { type CheckRecord, type CheckedRow, recordChecks, renewLeases } from "./repository.js";
 import { DEFAULT_FAILURE_THRESHOLD, intervalSeconds, nextSlot } from "./schedule.js";
 import { ProbeSlots } from "./slots.js";
 import type { SyncState } from "./sync.js";
@@ -74,6 +74,10 @@ export class ProbeWorker {
   private ticking = false;
   private stopped = false;
   private readonly running = new Set<Promise<void>>();
+  /** Connections claimed and not yet finished: their leases are renewed while they run. */
+  private readonly held = new Set<string>();
+  private renewTimer?: NodeJS.Timeout;
+  private renewing = false;
   /** Schedule lag (claim time minus the slot it was due) and checks since the last report. */
   private lags: number[] = [];
   private checks = 0;
@@ -130,6 +134,7 @@ export class ProbeWorker {
       this.claimMsMax = Math.max(this.claimMsMax, Date.now() - claimStarted);
       for (const c of claimed) {
         this.inFlight++;
+        this.hold(c.id);
         const p = this.startAtSlot(c)
           .then(() => this.check(c))
           .catch((err: unknown) =>
@@ -143,6 +148,7 @@ export class ProbeWorker {
           )
           .finally(() => {
             this.inFlight--;
+            this.release(c.id);
             this.running.delete(p);
           });
         this.running.add(p);
@@ -169,6 +175,40 @@ export class ProbeWorker {
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     if (this.lags.length < 100_000)
       this.lags.push(Math.max(0, this.ctx.now().getTime() - new Date(c.next_check_at).getTime()));
+  }
+
+  /**
+   * Leases are renewed every third of a lease while this worker holds any: a check may outlast
+   * its lease (waiting for a slot behind a backlog, platform requests up to their timeouts, a
+   * sync), and another worker must not take the connection and check it again in the same slot
+   * meanwhile. A dead worker renews nothing, so its connections still return after one lease.
+   */
+  private hold(id: string): void {
+    this.held.add(id);
+    if (this.renewTimer) return;
+    this.renewTimer = setInterval(() => void this.renew(), Math.max(50, Math.floor(this.leaseMs / 3)));
+    this.renewTimer.unref();
+  }
+
+  private release(id: string): void {
+    this.held.delete(id);
+    if (this.held.size === 0 && this.renewTimer) {
+      clearInterval(this.renewTimer);
+      this.renewTimer = undefined;
+    }
+  }
+
+  private async renew(): Promise<void> {
+    if (this.renewing || this.held.size === 0) return;
+    this.renewing = true;
+    try {
+      await renewLeases(this.ctx.stores.db, this.workerId, [...this.held], this.leaseMs);
+    } catch (err) {
+      // PostgreSQL unreachable: the leases may run out; the next renewal tries again
+      this.ctx.log.warn({ err: (err as Error).message }, "probe leases could not be renewed; retrying");
+    } finally {
+      this.renewing = false;
+    }
   }
 
   /** Waits for the checks started so far. */
@@ -290,6 +330,8 @@ export class ProbeWorker {
     this.stopped = true;
     clearTimeout(this.timer);
     await this.idle();
+    clearInterval(this.renewTimer);
+    this.renewTimer = undefined;
     await this.agent.close();
   }
 }

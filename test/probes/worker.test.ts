@@ -243,3 +243,38 @@ t.test("a deleted connection is not checked again", async (t: Test) => {
   });
   t.equal(samples, 1, "only the check from before the deletion");
 });
+
+t.test("a check that outlasts its lease keeps it: another worker does not check again", async (t: Test) => {
+  const ta = await testApp(t);
+  const w = await seedTenants(ta);
+  // each platform request takes 1.2 s: a check (two requests, and a sync) runs past a 1 s lease
+  const sim = await startWorkflowA({ latencyMs: 1200 });
+  t.teardown(() => sim.close());
+  const a = new ProbeWorker(ta.ctx, { workerId: "worker-a", leaseMs: 1000, timeoutMs: 5000 });
+  const b = new ProbeWorker(ta.ctx, { workerId: "worker-b", leaseMs: 1000, timeoutMs: 5000 });
+  t.teardown(() => Promise.all([a.stop(), b.stop()]));
+  const id = await connectionTo(ta, w.keys.alicePersonal, sim.url);
+  await ta.ctx.stores.db.query("UPDATE connections SET next_check_at = now() WHERE id = $1", [id]);
+  t.ok((await a.tick()) >= 1, "worker A claims the due connections");
+  const owner = async () =>
+    (
+      await ta.ctx.stores.db.query<{ owner: string | null; live: boolean }>(
+        "SELECT lease_owner AS owner, lease_until > now() AS live FROM connections WHERE id = $1",
+        [id],
+      )
+    ).rows[0];
+  for (const ms of [1500, 2500]) {
+    await new Promise((r) => setTimeout(r, ms - (ms === 2500 ? 1500 : 0)));
+    t.same(await owner(), { owner: "worker-a", live: true }, `${ms} ms in: still worker A's lease`);
+    t.equal(await b.tick(), 0, `${ms} ms in: worker B claims nothing`);
+  }
+  t.same(await owner(), { owner: "worker-a", live: true }, "claimed by worker A");
+  await a.idle();
+  await b.idle();
+  await ta.ctx.stores.series.waitVisible();
+  const samples = await ta.ctx.stores.series.count(availabilitySamples, {
+    where: [{ column: "connection_id", op: "eq", value: id }],
+  });
+  t.equal(samples, 1, "one check, one sample");
+  t.same(await owner(), { owner: null, live: null }, "the recorded result ended the lease");
+});
