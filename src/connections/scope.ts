@@ -68,12 +68,10 @@ export interface ConnectionWalk {
  * - Only the page's rows are computed and held, not the whole account's.
  * - The same code runs on both series backends: the pages come from PostgreSQL and the series
  *   statement is an ordinary filter, so QuestDB and `sql` give the same answers.
- * What a page still costs on QuestDB is mostly today's raw samples, scanned whole for any page
- * (10,000 connections × 1 a minute is 7 M rows by midday). The rollup's partial row of today plus
- * the samples since the last run (as the dashboard reads it, availability/uptime-bars.ts) reads
- * 1,000 connections' today in ~20 ms instead of ~500 ms, but counts a check still being written
- * when the run started only from the next run on; the API's summary and analytics are exact to
- * the moment (README: Retention and rollups), so they do not use it.
+ * Today is read as the last rollup run's partial rows up to its watermark plus the raw samples
+ * after it (availability/totals.ts), exact to the moment: a page of 1,000 connections' today in
+ * ~10 ms instead of scanning the day's raw samples (~500 ms by midday at 10,000 connections, as
+ * QuestDB tests every row against the page's ids).
  * Newest-first lists across all connections (`/v1/availability`, executions, usage entries) are
  * ordered by time, not by connection, so a page of connections cannot drive them; they still
  * name every visible connection (`connectionScope`).
