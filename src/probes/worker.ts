@@ -33,7 +33,14 @@ const BACKLOG_POLL_MS = 10;
  * connections due while a claim ran to start late by the claim's own time (hundreds of ms at
  * 25,000 connections on a busy host).
  */
-const CLAIM_MARGIN = 0.5;
+const CLAIM_MARGIN = 0.7;
+/**
+ * Ticks come every tickMs ± this share, at random: several probe processes started together would
+ * otherwise tick in step, and the first claim of every tick would take every connection due (the
+ * others skip the rows it locked), so one process did all the work. Drifting phases share it.
+ * CLAIM_MARGIN covers the longer gaps this makes (and the claim's own time).
+ */
+const TICK_JITTER = 0.2;
 /** Check results recorded per statement at most, and such statements in flight at once. */
 const RECORD_BATCH = 500;
 const RECORD_IN_FLIGHT = 2;
@@ -117,7 +124,10 @@ export class ProbeWorker {
       // A full claim, or no room to claim, means a backlog: claim again as soon as checks make
       // room, not a whole tick later.
       const backlog = claimed >= this.concurrency || this.inFlight >= this.concurrency * CLAIM_AHEAD;
-      if (!this.stopped) this.timer = setTimeout(loop, backlog ? BACKLOG_POLL_MS : this.tickMs);
+      const next = backlog
+        ? BACKLOG_POLL_MS
+        : this.tickMs * (1 - TICK_JITTER + 2 * TICK_JITTER * Math.random());
+      if (!this.stopped) this.timer = setTimeout(loop, next);
     };
     void loop();
   }
