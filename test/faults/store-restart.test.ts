@@ -316,6 +316,16 @@ t.test("PostgreSQL and QuestDB stop and come back under load", async (t) => {
   const inOutage = (o: Outcome) =>
     windows.some((w) => o.at >= w.stop - 500 && o.at <= w.started + RECOVERY_LIMIT_MS);
   const bad = outcomes.filter((o) => !(o.status >= 200 && o.status < 300) && o.status !== 503);
+  // what Vigil logged about them, so a failure says which statement and which error
+  if (bad.length)
+    t.comment(
+      server
+        .output()
+        .split("\n")
+        .filter((l) => /"level":50|"statusCode":500/.test(l))
+        .slice(-20)
+        .join("\n"),
+    );
   t.same(
     bad.map((o) => `${o.kind} ${o.status}${o.error ? ` ${o.error}` : ""}`),
     [],

@@ -150,27 +150,33 @@ export async function createQuestdbSeriesStore(opts: QuestdbOptions): Promise<Qu
   });
 
   const tsParam = (d: Date) => d.toISOString();
+  const unavailable = (err: unknown) =>
+    (err as { code?: string }).code === undefined ||
+    isConnectionFailure(err) ||
+    /ECONN|timeout/i.test(String(err));
+  const down = (err: unknown) =>
+    new SeriesUnavailableError("questdb", `QuestDB query failed: ${(err as Error).message}`, { cause: err });
   const query = async (sql: string, params: unknown[]) => {
     opts.onQuery?.(sql, params);
     try {
       return await pool.query(sql, params);
     } catch (err) {
-      if (
-        (err as { code?: string }).code === undefined ||
-        isConnectionFailure(err) ||
-        /ECONN|timeout/i.test(String(err))
-      )
-        throw new SeriesUnavailableError("questdb", `QuestDB query failed: ${(err as Error).message}`, {
-          cause: err,
-        });
+      if (unavailable(err)) throw down(err);
       // QuestDB going down answers some statements with an error of its own before it stops
       // accepting connections: an error while it no longer answers `SELECT 1` is unavailability
-      // (503, retried), not a statement it refused (found by test/faults/store-restart.test.ts)
-      if (!(await answers()))
-        throw new SeriesUnavailableError("questdb", `QuestDB query failed: ${(err as Error).message}`, {
-          cause: err,
-        });
-      throw err;
+      // (503, retried), not a statement it refused (found by test/faults/store-restart.test.ts).
+      // It may still answer `SELECT 1` for a moment while its tables already refuse reads (a
+      // stop waits for its workers, the WAL apply worker among them), so the statement is asked
+      // once more shortly after: a server going down then fails it as unavailable, and only a
+      // statement QuestDB refuses twice while it answers is an error of the statement.
+      if (!(await answers())) throw down(err);
+      await new Promise((r) => setTimeout(r, 200));
+      try {
+        return await pool.query(sql, params);
+      } catch (again) {
+        if (unavailable(again) || !(await answers())) throw down(again);
+        throw again;
+      }
     }
   };
   /** Whether QuestDB answers a trivial statement within a second (asked only after an error). */
