@@ -24,6 +24,9 @@ ILP_PORT=${QUESTDB_ILP_PORT:-9009}
 HTTP_MIN_PORT=${QUESTDB_HTTP_MIN_PORT:-9003}
 HEAP=${QUESTDB_HEAP:-2g}
 APPLY_SLEEP_MS=${QUESTDB_APPLY_SLEEP_MS:-100}
+case "$APPLY_SLEEP_MS" in
+  ''|*[!0-9]*) printf 'questdb: QUESTDB_APPLY_SLEEP_MS must be a whole number of milliseconds (e.g. 100), got "%s"\n' "$APPLY_SLEEP_MS" >&2; exit 2 ;;
+esac
 M2=${MAVEN_REPO:-$HOME/.m2/repository}
 JAR="$M2/org/questdb/questdb/$QUESTDB_VERSION/questdb-$QUESTDB_VERSION.jar"
 PIDFILE="$DIR/questdb.pid"

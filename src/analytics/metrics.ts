@@ -6,7 +6,12 @@ import type { AggregateRow, Bucket, Filter } from "../stores/series/types.js";
 import { connectionWalk, idScope } from "../connections/scope.js";
 import { DAILY_ROLLUP_DAYS } from "../retention/policy.js";
 import { dayStart, monthStart } from "../retention/rollups.js";
-import { availabilityByDay, availabilityByMonth, type AvailabilityTotals } from "../availability/totals.js";
+import {
+  availabilityByDay,
+  availabilityByMonth,
+  type AvailabilityTotals,
+  sumTotals,
+} from "../availability/totals.js";
 
 type Measure = "executions" | "success_rate" | "avg_duration" | "availability";
 /** The spec's metric types: a calendar unit and a measure, plus the monthly gateway cost. */
@@ -267,23 +272,6 @@ async function availabilityBuckets(
   if (since < range.until) parts.push(...(await availabilityByDay(ctx, scope, since, range.until)));
   // days come one row per connection and day already (rolled and raw spans do not overlap)
   if (range.bucket === "day") return parts.filter((e) => e.checks > 0);
-  const byKey = new Map<string, AvailabilityTotals>();
-  for (const p of parts) {
-    const bucket = bucketStart(p.bucket, range.bucket);
-    const k = `${bucket.getTime()}\u0000${p.connection_id}`;
-    const e = byKey.get(k) ?? {
-      connection_id: p.connection_id,
-      bucket,
-      checks: 0,
-      available: 0,
-      response_ms_sum: 0,
-      response_ms_count: 0,
-    };
-    e.checks += p.checks;
-    e.available += p.available;
-    e.response_ms_sum += p.response_ms_sum;
-    e.response_ms_count += p.response_ms_count;
-    byKey.set(k, e);
-  }
-  return [...byKey.values()].filter((e) => e.checks > 0);
+  const bucket = range.bucket;
+  return sumTotals(parts, (p) => bucketStart(p.bucket, bucket)).filter((e) => e.checks > 0);
 }

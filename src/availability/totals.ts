@@ -91,11 +91,20 @@ export async function availabilityByDay(
   ).flat();
   if (reads.length === 0 || bucket === "all") return parts;
   // the partial day's rows and its raw rows after the watermark: one row per connection and day
+  return sumTotals(parts, (p) => p.bucket);
+}
+
+/** Sums totals into one row per connection and bucket (`bucketOf` maps each row's date to its bucket's start). */
+export function sumTotals(
+  parts: readonly AvailabilityTotals[],
+  bucketOf: (p: AvailabilityTotals) => Date,
+): AvailabilityTotals[] {
   const byKey = new Map<string, AvailabilityTotals>();
   for (const p of parts) {
-    const k = `${p.bucket.getTime()}\u0000${p.connection_id}`;
+    const bucket = bucketOf(p);
+    const k = `${bucket.getTime()}\u0000${p.connection_id}`;
     const e = byKey.get(k);
-    if (!e) byKey.set(k, { ...p });
+    if (!e) byKey.set(k, { ...p, bucket });
     else {
       e.checks += p.checks;
       e.available += p.available;

@@ -144,15 +144,6 @@ export async function recordChecks(
   });
 }
 
-/** `recordChecks` for one check. */
-export async function recordCheck(
-  db: Queryable,
-  c: CheckRecord & { workerId: string },
-): Promise<CheckedRow | null> {
-  const [row] = await recordChecks(db, c.workerId, [c]);
-  return row ?? null;
-}
-
 /**
  * Extends the leases `workerId` still holds on these connections to `leaseMs` from now (the
  * database's clock), so a check that outlasts its lease (queued for a slot, slow platform
