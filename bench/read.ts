@@ -111,19 +111,27 @@ export async function run(config: Config, args: string[]): Promise<void> {
 
     // tenants: an enterprise organization owning every seeded connection, read by its owner's
     // personal key (unlimited rate); another tenant's personal connections beside them
-    const user = await createUser(db, { email: `bench-read-${Date.now()}@x.example`, plan: "enterprise" });
-    await db.query("UPDATE users SET rate_limit_per_hour = 1000000000 WHERE id = $1", [user.id]);
-    const org = await createOrg(db, { name: "bench org", owner: user.id, plan: "enterprise" });
-    const { key } = await createKey(db, {
-      user: user.id,
-      permissions: ["analytics:read", "connections:read"],
-    });
-    await db.query(
-      `INSERT INTO connections (id, user_id, organization_id, service_type, service_name, status, base_url)
-       SELECT 'bconn_' || g, $1, $3, 'workflow_a', 'bench ' || g, 'active', 'http://127.0.0.1:1'
-         FROM generate_series(0, $2 - 1) g`,
-      [user.id, nConn, org.id],
-    );
+    /** An enterprise organization of `n` connections `<prefix>_<i>`, and its owner's personal key (unlimited rate). */
+    const orgAccount = async (label: string, prefix: string, n: number) => {
+      const owner = await createUser(db, {
+        email: `bench-read-${label}-${Date.now()}@x.example`,
+        plan: "enterprise",
+      });
+      await db.query("UPDATE users SET rate_limit_per_hour = 1000000000 WHERE id = $1", [owner.id]);
+      const org = await createOrg(db, { name: `bench ${label} org`, owner: owner.id, plan: "enterprise" });
+      const { key } = await createKey(db, {
+        user: owner.id,
+        permissions: ["analytics:read", "connections:read"],
+      });
+      await db.query(
+        `INSERT INTO connections (id, user_id, organization_id, service_type, service_name, status, base_url)
+         SELECT $4 || '_' || g, $1, $3, 'workflow_a', $4 || ' ' || g, 'active', 'http://127.0.0.1:1'
+           FROM generate_series(0, $2 - 1) g`,
+        [owner.id, n, org.id, prefix],
+      );
+      return key;
+    };
+    const key = await orgAccount("questdb", "bconn", nConn);
     const other = await createUser(db, { email: `bench-read-other-${Date.now()}@x.example`, plan: "pro" });
     await db.query(
       `INSERT INTO connections (id, user_id, service_type, service_name, status, base_url)
@@ -132,22 +140,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
       [other.id],
     );
     // the sql backend's account: a second organization with its own connections and key
-    const sqlUser = await createUser(db, {
-      email: `bench-read-sql-${Date.now()}@x.example`,
-      plan: "enterprise",
-    });
-    await db.query("UPDATE users SET rate_limit_per_hour = 1000000000 WHERE id = $1", [sqlUser.id]);
-    const sqlOrg = await createOrg(db, { name: "bench sql org", owner: sqlUser.id, plan: "enterprise" });
-    const { key: sqlKey } = await createKey(db, {
-      user: sqlUser.id,
-      permissions: ["analytics:read", "connections:read"],
-    });
-    await db.query(
-      `INSERT INTO connections (id, user_id, organization_id, service_type, service_name, status, base_url)
-       SELECT 'sconn_' || g, $1, $3, 'workflow_a', 'sql bench ' || g, 'active', 'http://127.0.0.1:1'
-         FROM generate_series(0, $2 - 1) g`,
-      [sqlUser.id, sqlConn, sqlOrg.id],
-    );
+    const sqlKey = await orgAccount("sql", "sconn", sqlConn);
     await db.query("ANALYZE connections");
 
     // QuestDB: 43.2 M rows generated on the server, in time order
