@@ -56,18 +56,29 @@ export async function checkConnection(
   let result: CheckResult;
   const apiKey = decrypted(ctx.credentials, c.api_key_enc);
   const apiToken = decrypted(ctx.credentials, c.api_token_enc);
+  const state: SyncState = c.sync_state ?? {};
+  const now = ctx.now().getTime();
+  const syncDue = !c.last_sync_at || now - new Date(c.last_sync_at).getTime() >= SYNC_EVERY_MS;
+  // A sync whose sweep starts at the newest run takes the check's authenticated request as its
+  // first page (one request less); not while a Retry-After holds the sync off.
+  const listPage =
+    syncDue &&
+    c.service_type === "workflow_a" &&
+    !state.sweep?.cursor &&
+    !(state.backoffUntil && Date.parse(state.backoffUntil) > now);
+  let firstPage: unknown;
   try {
-    result = await runCheck(
+    const { page, ...checked } = await runCheck(
       agent,
       { serviceType: c.service_type, baseUrl: c.base_url, apiKey, apiToken, region: c.region },
-      { timeoutMs, workflowBApiTemplate: ctx.config.workflowBApiTemplate },
+      { timeoutMs, workflowBApiTemplate: ctx.config.workflowBApiTemplate, listPage },
     );
+    result = checked;
+    firstPage = page;
   } catch (err) {
     result = { available: false, responseTimeMs: null, reason: "network", error: (err as Error).message };
   }
   let sync: SyncState | null = null;
-  const syncDue =
-    !c.last_sync_at || ctx.now().getTime() - new Date(c.last_sync_at).getTime() >= SYNC_EVERY_MS;
   // The worker's lease is PROBE_LEASE_SECONDS; the time the check took counts against the window.
   const left = syncWindowMs(ctx.config.probe.leaseSeconds * 1000) - (Date.now() - started);
   if (result.available && syncDue && left > 0) {
@@ -83,9 +94,10 @@ export async function checkConnection(
           apiToken,
           region: c.region,
           teamId: c.team_id,
-          state: c.sync_state ?? {},
+          state,
           lastSyncAt: c.last_sync_at ? new Date(c.last_sync_at) : null,
           ...(c.fresh_workflow_ids ? { freshWorkflowIds: new Set(c.fresh_workflow_ids) } : {}),
+          ...(firstPage === undefined ? {} : { firstPage }),
         },
         timeoutMs,
         undefined,

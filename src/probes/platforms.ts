@@ -18,6 +18,11 @@ export interface CheckOptions {
   timeoutMs: number;
   /** `workflow_b` API address; `{region}` is replaced by the connection's region. */
   workflowBApiTemplate: string;
+  /**
+   * workflow_a: a sync follows whose sweep starts at the newest run, so the authenticated request
+   * is the run list's first page, returned as `page` for the sync (see checkWorkflowA).
+   */
+  listPage?: boolean;
 }
 
 /** Make's answer to `/users/me` is one small object; more than this is not Make. */
@@ -28,7 +33,11 @@ const ME_MAX_BYTES = 256 * 1024;
  * request). workflow_b: `GET {api}/users/me` with the token; 401/403 means a bad token, a 429
  * proves the platform up (it answered; only the sync waits).
  */
-export async function runCheck(agent: Agent, t: CheckTarget, opts: CheckOptions): Promise<CheckResult> {
+export async function runCheck(
+  agent: Agent,
+  t: CheckTarget,
+  opts: CheckOptions,
+): Promise<CheckResult & { page?: unknown }> {
   if (t.serviceType === "workflow_a") {
     if (!t.baseUrl || !t.apiKey)
       return {
@@ -37,7 +46,7 @@ export async function runCheck(agent: Agent, t: CheckTarget, opts: CheckOptions)
         reason: "bad_credentials",
         error: "base_url and api_key are required",
       };
-    return checkWorkflowA(agent, { baseUrl: t.baseUrl, apiKey: t.apiKey }, opts.timeoutMs);
+    return checkWorkflowA(agent, { baseUrl: t.baseUrl, apiKey: t.apiKey }, opts.timeoutMs, opts.listPage);
   }
   if (!t.apiToken)
     return {

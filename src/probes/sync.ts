@@ -25,6 +25,8 @@ export interface SyncTarget {
    * them already (the probe worker reads them with its claim); else they are read here.
    */
   freshWorkflowIds?: ReadonlySet<string>;
+  /** workflow_a: the run list's first page, read by the check moments ago (syncWorkflowA's `firstPage`). */
+  firstPage?: unknown;
 }
 
 /** A name is asked for again after this long (renames show within it). */
@@ -96,6 +98,7 @@ export async function syncExecutions(
       timeoutMs,
       known,
       limits,
+      t.firstPage,
     );
   } else if (t.serviceType === "workflow_b" && t.apiToken && t.teamId)
     out = await syncWorkflowB(

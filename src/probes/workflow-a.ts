@@ -1,5 +1,5 @@
 import type { Agent } from "undici";
-import { type HttpOutcome, probeHttp } from "./http.js";
+import { DEFAULT_MAX_BYTES, type HttpOutcome, probeHttp } from "./http.js";
 import {
   asId,
   type CheckResult,
@@ -111,12 +111,17 @@ function base(t: WorkflowATarget) {
  * with the key: an answer that stays a few hundred bytes whatever the workflows hold. 401/403 is
  * a bad key. An answer larger than expected still proves the platform up: it is recorded as
  * available with the reason, never as an outage.
+ *
+ * With `listPage` (a sync follows and its sweep starts at the newest run), the authenticated
+ * request is the sweep's own first page, `?limit=250`, and its body comes back as `page` for the
+ * sync (syncWorkflowA's `firstPage`): one request less to the platform per sync.
  */
 export async function checkWorkflowA(
   agent: Agent,
   t: WorkflowATarget,
   timeoutMs: number,
-): Promise<CheckResult> {
+  listPage = false,
+): Promise<CheckResult & { page?: unknown }> {
   let health = await probeHttp(agent, `${base(t)}/healthz/readiness`, {
     timeoutMs,
     maxBytes: HEALTH_MAX_BYTES,
@@ -124,11 +129,12 @@ export async function checkWorkflowA(
   if (!health.ok && health.status === 404)
     health = await probeHttp(agent, `${base(t)}/healthz`, { timeoutMs, maxBytes: HEALTH_MAX_BYTES });
   if (!health.ok) return failure(health);
-  const api = await probeHttp(agent, `${base(t)}/api/v1/executions?limit=1`, {
+  const api = await probeHttp(agent, `${base(t)}/api/v1/executions?limit=${listPage ? MAX_PAGE : 1}`, {
     timeoutMs,
     headers: { "X-N8N-API-KEY": t.apiKey },
     json: true,
-    maxBytes: CHECK_MAX_BYTES,
+    // a list page is bounded as the sync bounds its pages
+    maxBytes: listPage ? DEFAULT_MAX_BYTES : CHECK_MAX_BYTES,
   });
   if (api.ok || api.reason === "response_too_large")
     return {
@@ -136,6 +142,7 @@ export async function checkWorkflowA(
       responseTimeMs: health.ms,
       statusCode: health.status,
       ...(api.ok ? {} : { reason: api.reason, error: `the API answered, but ${api.error}` }),
+      ...(api.ok && listPage ? { page: api.body } : {}),
     };
   if (api.status === 401 || api.status === 403)
     return {
@@ -310,6 +317,10 @@ const atOrBelow = (id: string, floor: string | undefined) =>
  *
  * A 429 or 5xx ends the tick where it is, keeping everything not yet done, and a 429's
  * `Retry-After` is honoured before the next sync.
+ *
+ * `firstPage`: the body of `GET /executions?limit=250` (no cursor) asked moments ago, by the
+ * check (checkWorkflowA's `listPage`): a sweep that starts at the newest run takes it as its
+ * first page instead of asking again.
  */
 export async function syncWorkflowA(
   agent: Agent,
@@ -319,6 +330,7 @@ export async function syncWorkflowA(
   timeoutMs: number,
   knownNames: ReadonlySet<string>,
   limits: TickLimits,
+  firstPage?: unknown,
 ): Promise<SyncOutcome> {
   const headers = { "X-N8N-API-KEY": t.apiKey };
   const get = (path: string, maxBytes?: number, prefix?: boolean) =>
@@ -450,12 +462,17 @@ export async function syncWorkflowA(
   let pages = 0;
   let done = false;
   let restarted = false;
+  let given = cursor === null ? firstPage : undefined;
   while (pages < budget.pages && !halted()) {
     pages++;
-    out.requests++;
-    const r = await get(
-      `/executions?limit=${MAX_PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
-    );
+    let r: HttpOutcome;
+    if (given !== undefined) {
+      r = { ok: true, status: 200, body: given, ms: 0 };
+      given = undefined;
+    } else {
+      out.requests++;
+      r = await get(`/executions?limit=${MAX_PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+    }
     if (!r.ok) {
       if (stop(r)) break;
       // n8n refuses a cursor it cannot read (a saved one from another version, a corrupted

@@ -29,7 +29,7 @@ const stored = async (ta: TestApp, id: string) =>
   (
     await ta.ctx.stores.series.page(executions, {
       where: [{ column: "connection_id", op: "eq", value: id }],
-      limit: 1000,
+      limit: 5000,
     })
   ).rows;
 
@@ -119,4 +119,92 @@ t.test("workflow_b execution sync: the team's scenarios and their logs", async (
   t.equal(warned.length, 1);
   t.equal(warned[0]?.status, "success", "a warning is a completed run");
   t.equal(warned[0]?.error_node, "http:ActionSendData", "the module that warned");
+});
+
+t.test("workflow_a: a check that syncs asks for the list page once, as its own key check", async (t) => {
+  const ta = await testApp(t);
+  const w = await seedTenants(ta);
+  const sim = await startWorkflowA({ executions: 5 });
+  t.teardown(() => sim.close());
+  const asked: string[] = [];
+  sim.server.on("request", (req: { url?: string }) => {
+    if (!req.url?.startsWith("/__sim")) asked.push(req.url ?? "");
+  });
+  const worker = new ProbeWorker(ta.ctx, { timeoutMs: 2000 });
+  t.teardown(() => worker.stop());
+  const id = (
+    await call(ta.app, w.keys.alicePersonal, "POST", "/v1/connections", {
+      service_type: "workflow_a",
+      service_name: "n8n",
+      base_url: sim.url,
+      api_key: "sim-api-key",
+    })
+  ).json().connection.id;
+  const listPage = "/api/v1/executions?limit=250";
+
+  asked.length = 0;
+  await runSlot(ta, worker, id);
+  t.equal((await stored(ta, id)).length, 5, "the runs are stored");
+  t.equal(asked.filter((p) => p === listPage).length, 1, "the list page is asked once");
+  t.notOk(asked.includes("/api/v1/executions?limit=1"), "no separate key check");
+  t.same(asked.slice(0, 3), ["/healthz/readiness", listPage, "/api/v1/executions?status=running&limit=250"]);
+  const status = async () =>
+    (
+      await ta.ctx.stores.db.query<{ consecutive_failures: number }>(
+        "SELECT consecutive_failures FROM connections WHERE id = $1",
+        [id],
+      )
+    ).rows[0];
+  t.match(await status(), { consecutive_failures: 0 });
+
+  await control(sim.url, "executions", { count: 3, status: "success", workflowId: "wf-1" });
+  asked.length = 0;
+  await runSlot(ta, worker, id);
+  t.equal((await stored(ta, id)).length, 8, "the new runs come from the check's page");
+  t.equal(asked.filter((p) => p === listPage).length, 1);
+
+  // A check with no sync due keeps its small key check.
+  asked.length = 0;
+  await ta.ctx.stores.db.query("UPDATE connections SET next_check_at = now() WHERE id = $1", [id]);
+  await worker.tick();
+  await worker.idle();
+  t.same(asked, ["/healthz/readiness", "/api/v1/executions?limit=1"]);
+
+  // A wrong key on a sync's check is still a bad key, and nothing is pulled with it.
+  await control(sim.url, "state", { fault: "bad_credentials" });
+  asked.length = 0;
+  await runSlot(ta, worker, id);
+  t.same(asked, ["/healthz/readiness", listPage]);
+  t.match(await status(), { consecutive_failures: 1 });
+});
+
+t.test("workflow_a: a sweep left part-way continues from its cursor after the small key check", async (t) => {
+  const ta = await testApp(t);
+  const w = await seedTenants(ta);
+  const sim = await startWorkflowA({ executions: 2_100 }); // more than one sync's 8 pages of 250
+  t.teardown(() => sim.close());
+  const asked: string[] = [];
+  sim.server.on("request", (req: { url?: string }) => {
+    if (!req.url?.startsWith("/__sim")) asked.push(req.url ?? "");
+  });
+  const worker = new ProbeWorker(ta.ctx, { timeoutMs: 5000 });
+  t.teardown(() => worker.stop());
+  const id = (
+    await call(ta.app, w.keys.alicePersonal, "POST", "/v1/connections", {
+      service_type: "workflow_a",
+      service_name: "n8n",
+      base_url: sim.url,
+      api_key: "sim-api-key",
+    })
+  ).json().connection.id;
+  await runSlot(ta, worker, id);
+  t.equal((await stored(ta, id)).length, 2_000, "eight pages in the first tick");
+  asked.length = 0;
+  await runSlot(ta, worker, id);
+  t.equal((await stored(ta, id)).length, 2_100, "the rest in the next");
+  t.equal(asked[1], "/api/v1/executions?limit=1", "the check does not read a page the sweep cannot use");
+  t.ok(
+    asked.some((p) => p.includes("cursor=")),
+    "the sweep goes on from its cursor",
+  );
 });
