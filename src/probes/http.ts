@@ -74,6 +74,9 @@ export interface ProbeAgentOptions {
   resolve?: Resolver;
 }
 
+/** Connections the probe agent keeps to one origin (the checks in slots per origin follow it: slots.ts). */
+export const PROBE_CONNECTIONS_PER_ORIGIN = 8;
+
 /**
  * One keep-alive agent for all probes and syncs; connections per origin are bounded, and every
  * new connection passes the outbound policy (src/lib/outbound.ts).
@@ -81,7 +84,7 @@ export interface ProbeAgentOptions {
 export function createProbeAgent(opts: ProbeAgentOptions = {}): Agent {
   return createOutboundAgent({
     policy: { ...probePolicy(opts.denyPrivate ?? false), exempt: opts.exempt },
-    connections: opts.connectionsPerOrigin ?? 8,
+    connections: opts.connectionsPerOrigin ?? PROBE_CONNECTIONS_PER_ORIGIN,
     keepAliveTimeoutMs: 30_000,
     connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
     resolve: opts.resolve,

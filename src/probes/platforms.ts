@@ -25,6 +25,23 @@ export interface CheckOptions {
   listPage?: boolean;
 }
 
+/**
+ * The origin a connection's checks and syncs talk to (workflow_b: its region's API host, shared
+ * by every connection of the region); the address as given when it is no URL.
+ */
+export function platformOrigin(
+  t: Pick<CheckTarget, "serviceType" | "baseUrl" | "region">,
+  workflowBApiTemplate: string,
+): string {
+  const url =
+    t.serviceType === "workflow_a" ? (t.baseUrl ?? "") : workflowBApi(workflowBApiTemplate, t.region);
+  try {
+    return new URL(url).origin;
+  } catch {
+    return url;
+  }
+}
+
 /** Make's answer to `/users/me` is one small object; more than this is not Make. */
 const ME_MAX_BYTES = 256 * 1024;
 

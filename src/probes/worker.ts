@@ -1,5 +1,6 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import type { Agent } from "undici";
 import { probeGapFill, probeSample, writeSamples } from "../availability/samples.js";
 import { type ConnectionStatus, recordStatus } from "../connections/status.js";
@@ -8,10 +9,10 @@ import { StoreNotReadyError } from "../stores/errors.js";
 import { SeriesUnavailableError } from "../stores/series/types.js";
 import { openIncident, resolveIncident } from "../incidents/incidents.js";
 import { checkConnection } from "./check.js";
-import type { CheckResult } from "./platforms.js";
+import { type CheckResult, platformOrigin } from "./platforms.js";
 import { type Claimed, claim } from "./claim.js";
 import { changesAnything, decide } from "./decide.js";
-import { createProbeAgent } from "./http.js";
+import { createProbeAgent, PROBE_CONNECTIONS_PER_ORIGIN } from "./http.js";
 import { Batcher } from "./batch.js";
 import { type CheckRecord, type CheckedRow, recordChecks, renewLeases } from "./repository.js";
 import { DEFAULT_FAILURE_THRESHOLD, intervalSeconds, nextSlot } from "./schedule.js";
@@ -92,6 +93,8 @@ export class ProbeWorker {
   private claimMsMax = 0;
   /** Check results, recorded together (one statement for the checks that finish meanwhile). */
   private readonly records: Batcher<CheckRecord, CheckedRow | null>;
+  /** How late the event loop runs callbacks: every request's answer waits behind it. */
+  private readonly loopDelay = monitorEventLoopDelay({ resolution: 10 });
 
   constructor(
     private readonly ctx: AppContext,
@@ -102,7 +105,7 @@ export class ProbeWorker {
     this.tickMs = opts.tickMs ?? 1_000;
     this.timeoutMs = opts.timeoutMs ?? ctx.config.probe.timeoutMs;
     this.concurrency = opts.concurrency ?? 200;
-    this.slots = new ProbeSlots(this.concurrency);
+    this.slots = new ProbeSlots(this.concurrency, PROBE_CONNECTIONS_PER_ORIGIN);
     this.records = new Batcher({
       run: (items) => recordChecks(this.ctx.stores.db, this.workerId, items),
       key: (c) => c.id,
@@ -118,6 +121,7 @@ export class ProbeWorker {
   }
 
   start(): void {
+    this.loopDelay.enable();
     const loop = async () => {
       if (this.stopped) return;
       const claimed = await this.tick();
@@ -239,8 +243,13 @@ export class ProbeWorker {
     // The concurrency limit bounds the requests to platforms; the writes that follow do not hold a
     // slot. A connection whose last check failed waits in its own lane (slots.ts), so targets that
     // hang cannot hold every slot while the others are due.
-    const { result, sync } = await this.slots.run(c.consecutive_failures > 0, () =>
-      checkConnection(this.ctx, this.agent, c, this.timeoutMs),
+    const { result, sync } = await this.slots.run(
+      c.consecutive_failures > 0,
+      () => checkConnection(this.ctx, this.agent, c, this.timeoutMs),
+      platformOrigin(
+        { serviceType: c.service_type, baseUrl: c.base_url, region: c.region },
+        this.ctx.config.workflowBApiTemplate,
+      ),
     );
     const at = this.ctx.now();
     // The sample first: if the series store cannot take it, the check is not counted and the
@@ -258,7 +267,16 @@ export class ProbeWorker {
   }
 
   /** Checks and schedule lag since the last call, logged every 10 s ("probe stats"). */
-  stats(): { checks: number; lagP50Ms: number; lagP99Ms: number; inFlight: number; claimMsMax: number } {
+  stats(): {
+    checks: number;
+    lagP50Ms: number;
+    lagP99Ms: number;
+    inFlight: number;
+    claimMsMax: number;
+    loopDelayP99Ms: number;
+  } {
+    const loopDelayP99Ms = Math.round(this.loopDelay.percentile(99) / 1e6);
+    this.loopDelay.reset();
     const sorted = this.lags.sort((a, b) => a - b);
     const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
     const out = {
@@ -267,6 +285,7 @@ export class ProbeWorker {
       lagP99Ms: at(0.99),
       inFlight: this.inFlight,
       claimMsMax: this.claimMsMax,
+      loopDelayP99Ms,
     };
     this.lags = [];
     this.checks = 0;
@@ -338,6 +357,7 @@ export class ProbeWorker {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.loopDelay.disable();
     clearTimeout(this.timer);
     await this.idle();
     clearInterval(this.renewTimer);

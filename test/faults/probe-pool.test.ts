@@ -218,3 +218,43 @@ t.test("probe slots: suspects never take the reserve; healthy checks go first", 
   t.same(slots.queued, { healthy: 0, suspect: 0 });
   t.equal(new ProbeSlots(1).suspectMax, 1, "a single slot is shared");
 });
+
+t.test("probe slots: a check waits for its origin's turn without holding a slot", async (t) => {
+  const slots = new ProbeSlots(3, 2);
+  const gates = new Map<string, () => void>();
+  const started: string[] = [];
+  const hold = (name: string, origin: string) =>
+    slots.run(
+      false,
+      async () => {
+        started.push(name);
+        await new Promise<void>((r) => gates.set(name, r));
+      },
+      origin,
+    );
+  const a = ["a1", "a2", "a3", "a4"].map((n) => hold(n, "https://make.example"));
+  await sleep(10);
+  t.same(started, ["a1", "a2"], "two checks of one origin at once");
+  t.equal(slots.inOrigin("https://make.example"), 2);
+  const b = hold("b1", "https://n8n.example");
+  await sleep(10);
+  t.same(started, ["a1", "a2", "b1"], "another origin's check takes the free slot at once");
+  t.same(slots.queued, { healthy: 0, suspect: 0 }, "the waiting checks of the busy origin hold no slot");
+  gates.get("a1")?.();
+  await sleep(10);
+  t.same(started, ["a1", "a2", "b1", "a3"], "the origin's next check follows, first come first served");
+  for (const n of ["a2", "b1", "a3"]) gates.get(n)?.();
+  await sleep(10);
+  gates.get("a4")?.();
+  await Promise.all([...a, b]);
+  t.same(started, ["a1", "a2", "b1", "a3", "a4"]);
+  t.equal(slots.inOrigin("https://make.example"), 0, "nothing left behind");
+
+  // a check that throws gives its origin's turn back
+  const one = new ProbeSlots(2, 1);
+  await t.rejects(
+    one.run(false, async () => Promise.reject(new Error("boom")), "https://x.example"),
+    /boom/,
+  );
+  t.equal(await one.run(false, async () => "next", "https://x.example"), "next");
+});

@@ -1,6 +1,6 @@
 import net from "node:net";
 import t from "tap";
-import { runCheck } from "../../src/probes/platforms.js";
+import { platformOrigin, runCheck } from "../../src/probes/platforms.js";
 import { createProbeAgent } from "../../src/probes/http.js";
 import { startWorkflowA } from "../../src/sim/workflow-a.js";
 import { startWorkflowB } from "../../src/sim/workflow-b.js";
@@ -87,4 +87,17 @@ t.test("workflow_b checks: regional API address, token", async (t) => {
   });
   await fault(sim.url, "hang");
   t.match(await runCheck(agent, target, opts), { available: false, reason: "timeout" });
+});
+
+t.test("a connection's origin: its n8n host, or its Make region's API host", async (t) => {
+  const template = "https://{region}.make.com/api/v2";
+  const origin = (serviceType: "workflow_a" | "workflow_b", baseUrl: string | null, region: string | null) =>
+    platformOrigin({ serviceType, baseUrl, region }, template);
+  t.equal(
+    origin("workflow_a", "https://n8n.example.com:8443/sub/path/", null),
+    "https://n8n.example.com:8443",
+  );
+  t.equal(origin("workflow_b", null, "eu2"), "https://eu2.make.com", "every eu2 connection shares one");
+  t.equal(origin("workflow_b", null, null), "https://eu1.make.com", "the default region");
+  t.equal(origin("workflow_a", "not a url", null), "not a url", "an address that is no URL keys itself");
 });
