@@ -221,3 +221,36 @@ t.test("a batch that fails is retried item by item, so one bad item fails only i
     "items submitted together went out together",
   );
 });
+
+t.test("with a linger, items arriving one by one share a statement", async (t: Test) => {
+  const trickle = async (lingerMs: number) => {
+    const batches: number[][] = [];
+    const b = new Batcher<number, number>({
+      run: async (items) => {
+        batches.push(items);
+        return items.map((i) => i + 1);
+      },
+      key: (i) => String(i),
+      maxInFlight: 2,
+      maxItems: 4,
+      lingerMs,
+    });
+    const pending: Promise<number>[] = [];
+    // ten items, one every 2 ms: a statement in flight is answered before the next item comes
+    for (let i = 0; i < 10; i++) {
+      pending.push(b.submit(i));
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    return { out: await Promise.all(pending), batches };
+  };
+  const eager = await trickle(0);
+  t.same(eager.out, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  t.equal(eager.batches.length, 10, "without a linger each item goes alone");
+  const lingering = await trickle(30);
+  t.same(lingering.out, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], "every item answered, in order");
+  t.ok(
+    lingering.batches.length <= 4 && lingering.batches.every((x) => x.length <= 4),
+    `a few full-ish statements (${lingering.batches.map((x) => x.length).join(", ")})`,
+  );
+  t.equal(lingering.batches.flat().length, 10, "each item once");
+});
