@@ -164,6 +164,19 @@ export async function renewLeases(
   return r.rowCount;
 }
 
+/** Gives back the leases `workerId` holds on these connections (claimed, then not checked: a stop). */
+export async function releaseLeases(
+  db: Queryable,
+  workerId: string,
+  ids: readonly string[],
+): Promise<number> {
+  const r = await db.query(
+    "UPDATE connections SET lease_owner = NULL, lease_until = NULL WHERE id = ANY($1::text[]) AND lease_owner = $2",
+    [ids, workerId],
+  );
+  return r.rowCount;
+}
+
 /** Ends the leases that ran out over `agoMs` ago by the database's clock (their workers died or stopped mid-check). */
 export async function releaseExpiredLeases(db: Queryable, agoMs: number): Promise<number> {
   const r = await db.query(

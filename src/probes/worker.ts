@@ -14,7 +14,7 @@ import { type Claimed, claim } from "./claim.js";
 import { changesAnything, decide } from "./decide.js";
 import { createProbeAgent, PROBE_CONNECTIONS_PER_ORIGIN } from "./http.js";
 import { Batcher } from "./batch.js";
-import { type CheckRecord, type CheckedRow, recordChecks, renewLeases } from "./repository.js";
+import { type CheckRecord, type CheckedRow, recordChecks, releaseLeases, renewLeases } from "./repository.js";
 import { DEFAULT_FAILURE_THRESHOLD, intervalSeconds, nextSlot } from "./schedule.js";
 import { ProbeSlots } from "./slots.js";
 import type { SyncState } from "./sync.js";
@@ -29,6 +29,12 @@ import type { SyncState } from "./sync.js";
 const CLAIM_AHEAD = 8;
 const BACKLOG_POLL_MS = 10;
 /**
+ * While there is a backlog, a claim waits until at least this share of the claim-ahead room is
+ * free: the polls every BACKLOG_POLL_MS then make a few claims of hundreds of rows a second
+ * rather than a hundred claims of a few rows.
+ */
+const BACKLOG_MIN_CLAIM = 1 / 16;
+/**
  * A tick claims the connections due before its next tick plus this share of a tick: the next
  * claim starts a tick after this one returned, so claiming only one tick ahead left the
  * connections due while a claim ran to start late by the claim's own time (hundreds of ms at
@@ -42,9 +48,13 @@ const CLAIM_MARGIN = 0.7;
  * CLAIM_MARGIN covers the longer gaps this makes (and the claim's own time).
  */
 const TICK_JITTER = 0.2;
-/** Check results recorded per statement at most, and such statements in flight at once. */
+/**
+ * Check results recorded per statement at most, such statements in flight at once, and how long
+ * a result waits for others to share its statement (a check's lease ends when it is recorded).
+ */
 const RECORD_BATCH = 500;
 const RECORD_IN_FLIGHT = 2;
+const RECORD_LINGER_MS = 20;
 
 export interface ProbeWorkerOptions {
   /** Identifies this worker's leases; unique per process. */
@@ -80,6 +90,12 @@ export class ProbeWorker {
   private timer?: NodeJS.Timeout;
   private inFlight = 0;
   private ticking = false;
+  private stopping: Promise<void> | undefined;
+  /** Waits for slots not yet come (ended early by stop), and the connections stop left unchecked. */
+  private readonly slotWaits = new Set<() => void>();
+  private readonly abandoned: string[] = [];
+  /** The last claim got as many connections as it asked for: more may be due. */
+  private backlog = false;
   private stopped = false;
   private readonly running = new Set<Promise<void>>();
   /** Connections claimed and not yet finished: their leases are renewed while they run. */
@@ -111,6 +127,7 @@ export class ProbeWorker {
       key: (c) => c.id,
       maxInFlight: RECORD_IN_FLIGHT,
       maxItems: RECORD_BATCH,
+      lingerMs: RECORD_LINGER_MS,
       unreachable: (err) => err instanceof StoreNotReadyError,
     });
     // PROBE_DENY_PRIVATE applies to the checks and the syncs alike: both go through this agent.
@@ -124,10 +141,12 @@ export class ProbeWorker {
     this.loopDelay.enable();
     const loop = async () => {
       if (this.stopped) return;
-      const claimed = await this.tick();
-      // A full claim, or no room to claim, means a backlog: claim again as soon as checks make
-      // room, not a whole tick later.
-      const backlog = claimed >= this.concurrency || this.inFlight >= this.concurrency * CLAIM_AHEAD;
+      await this.tick();
+      // A claim that got all it asked for, or no room to claim, means a backlog: claim again as
+      // soon as checks make room, not a whole tick later. (Judged by the claim's own size alone,
+      // a big claim was followed by a small one into the little room left, taken for the end of
+      // the backlog: the worker then waited a tick while its queue ran dry.)
+      const backlog = this.backlog || this.inFlight >= this.concurrency * CLAIM_AHEAD;
       const next = backlog
         ? BACKLOG_POLL_MS
         : this.tickMs * (1 - TICK_JITTER + 2 * TICK_JITTER * Math.random());
@@ -143,14 +162,16 @@ export class ProbeWorker {
     try {
       const room = this.concurrency * CLAIM_AHEAD - this.inFlight;
       if (room <= 0) return 0;
+      if (this.backlog && room < this.concurrency * CLAIM_AHEAD * BACKLOG_MIN_CLAIM) return 0;
       const claimStarted = Date.now();
       const claimed = await this.claim(room);
+      this.backlog = claimed.length >= room;
       this.claimMsMax = Math.max(this.claimMsMax, Date.now() - claimStarted);
       for (const c of claimed) {
         this.inFlight++;
         this.hold(c.id);
         const p = this.startAtSlot(c)
-          .then(() => this.check(c))
+          .then((due) => (due ? this.check(c) : undefined))
           .catch((err: unknown) =>
             err instanceof StoreNotReadyError || err instanceof SeriesUnavailableError
               ? // Vigil's own store is down: nothing is recorded, the lease runs out, it is checked again
@@ -170,6 +191,7 @@ export class ProbeWorker {
       return claimed.length;
     } catch (err) {
       // Postgres unreachable: nothing is claimed, nothing is recorded, no incident opens; try again next tick.
+      this.backlog = false;
       this.ctx.log.warn(
         { err: (err as Error).message },
         "probe scheduler could not claim connections; retrying",
@@ -184,11 +206,26 @@ export class ProbeWorker {
    * Connections due within the next tick are claimed ahead and each waits for its own slot,
    * so a check starts on time instead of up to a tick late. Records the schedule lag.
    */
-  private async startAtSlot(c: Claimed): Promise<void> {
+  private async startAtSlot(c: Claimed): Promise<boolean> {
     const wait = new Date(c.next_check_at).getTime() - this.ctx.now().getTime();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    if (wait > 0)
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          this.slotWaits.delete(done);
+          resolve();
+        };
+        const timer = setTimeout(done, wait);
+        this.slotWaits.add(done);
+      });
+    // Stopped before its slot came: not started, so not checked; its lease is given back.
+    if (this.stopped) {
+      this.abandoned.push(c.id);
+      return false;
+    }
     if (this.lags.length < 100_000)
       this.lags.push(Math.max(0, this.ctx.now().getTime() - new Date(c.next_check_at).getTime()));
+    return true;
   }
 
   /**
@@ -230,7 +267,7 @@ export class ProbeWorker {
     while (this.running.size > 0) await Promise.all([...this.running]);
   }
 
-  private claim(max: number): Promise<Claimed[]> {
+  protected claim(max: number): Promise<Claimed[]> {
     return claim(this.ctx, {
       workerId: this.workerId,
       max,
@@ -355,11 +392,26 @@ export class ProbeWorker {
     });
   }
 
-  async stop(): Promise<void> {
+  /** Stops claiming, gives back what waits for a slot, and waits for the checks under way. Once. */
+  stop(): Promise<void> {
+    this.stopping ??= this.shutDown();
+    return this.stopping;
+  }
+
+  private async shutDown(): Promise<void> {
     this.stopped = true;
     this.loopDelay.disable();
     clearTimeout(this.timer);
+    // A claim under way still starts what it claimed (the rows are leased to this worker).
+    while (this.ticking) await new Promise((r) => setTimeout(r, 5));
+    // Connections claimed ahead and still waiting for their slot are not started.
+    for (const done of [...this.slotWaits]) done();
     await this.idle();
+    if (this.abandoned.length > 0)
+      await releaseLeases(this.ctx.stores.db, this.workerId, this.abandoned.splice(0)).catch((err: unknown) =>
+        // PostgreSQL unreachable: the leases run out by themselves
+        this.ctx.log.warn({ err: (err as Error).message }, "probe leases could not be given back on stop"),
+      );
     clearInterval(this.renewTimer);
     this.renewTimer = undefined;
     await this.agent.close();

@@ -278,3 +278,61 @@ t.test("a check that outlasts its lease keeps it: another worker does not check 
   t.equal(samples, 1, "one check, one sample");
   t.same(await owner(), { owner: null, live: null }, "the recorded result ended the lease");
 });
+
+t.test("a backlog is claimed as checks make room, not a tick later", async (t: Test) => {
+  const ta = await testApp(t);
+  const w = await seedTenants(ta);
+  // checks slower than the worker's backlog poll (10 ms): each poll finds little room
+  const sim = await startWorkflowA({ latencyMs: 20 });
+  t.teardown(() => sim.close());
+  const first = await connectionTo(ta, w.keys.alicePersonal, sim.url);
+  await ta.ctx.stores.db.query(
+    `INSERT INTO connections (id, user_id, organization_id, service_type, service_name, status, base_url,
+                              api_key_enc, api_key_length, check_interval_seconds, next_check_at)
+     SELECT gen_random_uuid()::text, user_id, organization_id, service_type, service_name || ' ' || g, status,
+            base_url, api_key_enc, api_key_length, check_interval_seconds, next_check_at
+       FROM connections, generate_series(1, 199) g WHERE id = $1`,
+    [first],
+  );
+  const ids = (
+    await ta.ctx.stores.db.query<{ id: string }>("SELECT id FROM connections WHERE base_url = $1", [sim.url])
+  ).rows.map((r) => r.id);
+  t.equal(ids.length, 200);
+  const start = new Date();
+  await ta.ctx.stores.db.query("UPDATE connections SET next_check_at = now() WHERE id = ANY($1::text[])", [
+    ids,
+  ]);
+  // A claim statement that takes a while, as on a busy database: checks finish meanwhile, so
+  // a claim's size says little about the backlog behind it.
+  class SlowClaims extends ProbeWorker {
+    protected override async claim(max: number) {
+      const rows = await super.claim(max);
+      await new Promise((r) => setTimeout(r, 20));
+      return rows;
+    }
+  }
+  // room for 16 x 8 claimed at once; the next regular tick would be a minute away
+  const worker = new SlowClaims(ta.ctx, { timeoutMs: 2000, concurrency: 16, tickMs: 60_000 });
+  t.teardown(() => worker.stop());
+  worker.start();
+  const checked = async () =>
+    Number(
+      (
+        await ta.ctx.stores.db.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM connections WHERE id = ANY($1::text[]) AND last_check_at >= $2",
+          [ids, start.toISOString()],
+        )
+      ).rows[0]?.n,
+    );
+  const deadline = Date.now() + 20_000;
+  while ((await checked()) < ids.length && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 100));
+  t.equal(await checked(), ids.length, "all 200 checked without waiting for the next tick");
+  // Claims reach 1.7 ticks ahead: the connections already claimed for their next slots are not
+  // started by a stop, and their leases are given back for the next worker.
+  await worker.stop();
+  const held = await ta.ctx.stores.db.query("SELECT id FROM connections WHERE lease_owner = $1", [
+    worker.workerId,
+  ]);
+  t.equal(held.rows.length, 0, "a stopped worker holds no leases");
+});
