@@ -258,3 +258,31 @@ t.test("probe slots: a check waits for its origin's turn without holding a slot"
   );
   t.equal(await one.run(false, async () => "next", "https://x.example"), "next");
 });
+
+t.test("probe slots: suspects never hold every turn of an origin", async (t) => {
+  const slots = new ProbeSlots(100, 4);
+  const gates: (() => void)[] = [];
+  const started: string[] = [];
+  const hold = (name: string, suspect: boolean) =>
+    slots.run(
+      suspect,
+      async () => {
+        started.push(name);
+        await new Promise<void>((r) => gates.push(r));
+      },
+      "https://eu1.make.example",
+    );
+  const bad = [0, 1, 2, 3, 4].map((i) => hold(`bad${i}`, true));
+  await sleep(10);
+  t.same(started, ["bad0", "bad1", "bad2"], "three of the origin's four turns at most for suspects");
+  const good = hold("good", false);
+  await sleep(10);
+  t.same(started.slice(3), ["good"], "a healthy check of the same host gets the kept turn at once");
+  while (gates.length > 0) {
+    (gates.shift() as () => void)();
+    await sleep(5);
+  }
+  await Promise.all([...bad, good]);
+  t.equal(started.length, 6);
+  t.equal(slots.inOrigin("https://eu1.make.example"), 0);
+});
