@@ -402,8 +402,10 @@ export class ProbeWorker {
     this.stopped = true;
     this.loopDelay.disable();
     clearTimeout(this.timer);
-    // A claim under way still starts what it claimed (the rows are leased to this worker).
-    while (this.ticking) await new Promise((r) => setTimeout(r, 5));
+    // A claim under way finishes first, so the leases it took are given back below with the rest
+    // (not longer than a few seconds: a claim stuck on an unreachable PostgreSQL holds no rows).
+    for (const until = Date.now() + 5_000; this.ticking && Date.now() < until;)
+      await new Promise((r) => setTimeout(r, 5));
     // Connections claimed ahead and still waiting for their slot are not started.
     for (const done of [...this.slotWaits]) done();
     await this.idle();

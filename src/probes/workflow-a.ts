@@ -129,20 +129,29 @@ export async function checkWorkflowA(
   if (!health.ok && health.status === 404)
     health = await probeHttp(agent, `${base(t)}/healthz`, { timeoutMs, maxBytes: HEALTH_MAX_BYTES });
   if (!health.ok) return failure(health);
-  const api = await probeHttp(agent, `${base(t)}/api/v1/executions?limit=${listPage ? MAX_PAGE : 1}`, {
-    timeoutMs,
-    headers: { "X-N8N-API-KEY": t.apiKey },
-    json: true,
-    // a list page is bounded as the sync bounds its pages
-    maxBytes: listPage ? DEFAULT_MAX_BYTES : CHECK_MAX_BYTES,
-  });
+  const ask = (limit: number) =>
+    probeHttp(agent, `${base(t)}/api/v1/executions?limit=${limit}`, {
+      timeoutMs,
+      headers: { "X-N8N-API-KEY": t.apiKey },
+      json: true,
+      // a list page is bounded as the sync bounds its pages
+      maxBytes: limit === 1 ? CHECK_MAX_BYTES : DEFAULT_MAX_BYTES,
+    });
+  let api = await ask(listPage ? MAX_PAGE : 1);
+  let page: unknown;
+  if (listPage) {
+    if (api.ok) page = api.body;
+    // The verdict stays the small request's: a list page that is slow, too large or refused
+    // (a big instance's execution list) says nothing of whether the platform is up.
+    else if (api.status !== 401 && api.status !== 403 && api.status !== 429) api = await ask(1);
+  }
   if (api.ok || api.reason === "response_too_large")
     return {
       available: true,
       responseTimeMs: health.ms,
       statusCode: health.status,
       ...(api.ok ? {} : { reason: api.reason, error: `the API answered, but ${api.error}` }),
-      ...(api.ok && listPage ? { page: api.body } : {}),
+      ...(page === undefined ? {} : { page }),
     };
   if (api.status === 401 || api.status === 403)
     return {

@@ -1,3 +1,4 @@
+import http from "node:http";
 import net from "node:net";
 import t from "tap";
 import { platformOrigin, runCheck } from "../../src/probes/platforms.js";
@@ -100,4 +101,32 @@ t.test("a connection's origin: its n8n host, or its Make region's API host", asy
   t.equal(origin("workflow_b", null, "eu2"), "https://eu2.make.com", "every eu2 connection shares one");
   t.equal(origin("workflow_b", null, null), "https://eu1.make.com", "the default region");
   t.equal(origin("workflow_a", "not a url", null), "not a url", "an address that is no URL keys itself");
+});
+
+t.test("a syncing check whose list page fails is judged by the small key request", async (t) => {
+  const agent = createProbeAgent();
+  t.teardown(() => agent.close());
+  const asked: string[] = [];
+  // an n8n whose execution list is too slow to serve a page of 250 (its database is busy)
+  const server = http.createServer((req, res) => {
+    asked.push(req.url ?? "");
+    const json = (status: number, body: unknown) => {
+      res.writeHead(status, { "content-type": "application/json" });
+      res.end(JSON.stringify(body));
+    };
+    if (req.url === "/healthz/readiness") return json(200, { status: "ok" });
+    if (req.url === "/api/v1/executions?limit=1") return json(200, { data: [], nextCursor: null });
+    return json(500, { message: "Query read timeout" });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  const baseUrl = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+  const out = await runCheck(
+    agent,
+    { serviceType: "workflow_a", baseUrl, apiKey: "k", apiToken: null, region: null },
+    { timeoutMs: 2000, workflowBApiTemplate: "http://unused/{region}", listPage: true },
+  );
+  t.match(out, { available: true, statusCode: 200 }, "up: the small request answered");
+  t.equal(out.page, undefined, "no page for the sync");
+  t.same(asked, ["/healthz/readiness", "/api/v1/executions?limit=250", "/api/v1/executions?limit=1"]);
 });
