@@ -196,17 +196,26 @@ export async function run(config: Config, args: string[]): Promise<void> {
           ])
         ).rows[0]?.c ?? 0,
       );
-    const doneBefore = await checkedSince();
-    let done = doneBefore;
+    let done = await checkedSince();
     while (done < n && Date.now() - start.getTime() < 300_000) {
       await new Promise((r) => setTimeout(r, 250));
       done = await checkedSince();
     }
-    // only the checks made after the backlog existed, over the time they took
-    const drain = (done - doneBefore) / ((Date.now() - start.getTime()) / 1000);
-    const drainCpuUs = ((cpu() - drainCpu0) / Math.max(1, done - doneBefore)) * 1e6;
+    const elapsed = (Date.now() - start.getTime()) / 1000;
+    // Only the checks made after the backlog existed count, over the time they took (a check
+    // made while the statement ran and recorded after it is neither).
+    const after = Number(
+      (
+        await db.query<{ c: number }>("SELECT count(*) AS c FROM connections WHERE last_check_at >= $1", [
+          start.toISOString(),
+        ])
+      ).rows[0]?.c ?? 0,
+    );
+    const doneBefore = done - after;
+    const drain = after / elapsed;
+    const drainCpuUs = ((cpu() - drainCpu0) / Math.max(1, after)) * 1e6;
     // the simulated hosts run in this process (with its polling, a small share)
-    const simsDrainUs = ((ownCpuSeconds() - drainSims0) / Math.max(1, done - doneBefore)) * 1e6;
+    const simsDrainUs = ((ownCpuSeconds() - drainSims0) / Math.max(1, after)) * 1e6;
     const rssPeakMb =
       Number(/VmHWM:\s+(\d+)/.exec(fs.readFileSync(`/proc/${child.pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
     child.kill("SIGTERM");
@@ -249,7 +258,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
           ["backlog drain, checks/s (Vigil; from the backlog made)", fmt(drain), ""],
           [
             "the statement making the backlog (neither counted)",
-            `${fmt(makingMs)} ms, ${fmt(doneBefore)} checks recorded meanwhile`,
+            `${fmt(makingMs)} ms, ${fmt(doneBefore)} checks made meanwhile`,
             "",
           ],
           [
