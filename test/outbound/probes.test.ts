@@ -351,7 +351,9 @@ t.test("through the API and the probe worker", async (t) => {
     });
     const { ms, sample } = await slot(ta, worker, r.json().connection.id as string);
     t.match(sample, { available: false, reason: "timeout" });
-    t.equal(hang.state.connections, 1, "it connected, then heard nothing");
+    // (undici opens a fresh connection to the origin once the timed-out one is destroyed, a few
+    // ms after the check ends: what counts is that the check connected and was not refused)
+    t.ok(hang.state.connections >= 1, "it connected, then heard nothing");
     t.ok(ms >= 280 && ms < 2_000, `the check took PROBE_TIMEOUT_MS, not the 10 s default (${ms} ms)`);
   });
 });
