@@ -1,4 +1,4 @@
-import t from "tap";
+import t, { type Test } from "tap";
 import { ProbeWorker } from "../../src/probes/worker.js";
 import { startWorkflowA } from "../../src/sim/workflow-a.js";
 import { startWorkflowB } from "../../src/sim/workflow-b.js";
@@ -121,16 +121,17 @@ t.test("workflow_b execution sync: the team's scenarios and their logs", async (
   t.equal(warned[0]?.error_node, "http:ActionSendData", "the module that warned");
 });
 
-t.test("workflow_a: a check that syncs asks for the list page once, as its own key check", async (t) => {
+/** A simulated n8n with `executions` runs, the platform paths it is asked (in order), a worker and a connection to it. */
+async function watched(t: Test, executions: number, timeoutMs: number) {
   const ta = await testApp(t);
   const w = await seedTenants(ta);
-  const sim = await startWorkflowA({ executions: 5 });
+  const sim = await startWorkflowA({ executions });
   t.teardown(() => sim.close());
   const asked: string[] = [];
   sim.server.on("request", (req: { url?: string }) => {
     if (!req.url?.startsWith("/__sim")) asked.push(req.url ?? "");
   });
-  const worker = new ProbeWorker(ta.ctx, { timeoutMs: 2000 });
+  const worker = new ProbeWorker(ta.ctx, { timeoutMs });
   t.teardown(() => worker.stop());
   const id = (
     await call(ta.app, w.keys.alicePersonal, "POST", "/v1/connections", {
@@ -139,7 +140,12 @@ t.test("workflow_a: a check that syncs asks for the list page once, as its own k
       base_url: sim.url,
       api_key: "sim-api-key",
     })
-  ).json().connection.id;
+  ).json().connection.id as string;
+  return { ta, sim, asked, worker, id };
+}
+
+t.test("workflow_a: a check that syncs asks for the list page once, as its own key check", async (t) => {
+  const { ta, sim, asked, worker, id } = await watched(t, 5, 2000);
   const listPage = "/api/v1/executions?limit=250";
 
   asked.length = 0;
@@ -179,24 +185,8 @@ t.test("workflow_a: a check that syncs asks for the list page once, as its own k
 });
 
 t.test("workflow_a: a sweep left part-way continues from its cursor after the small key check", async (t) => {
-  const ta = await testApp(t);
-  const w = await seedTenants(ta);
-  const sim = await startWorkflowA({ executions: 2_100 }); // more than one sync's 8 pages of 250
-  t.teardown(() => sim.close());
-  const asked: string[] = [];
-  sim.server.on("request", (req: { url?: string }) => {
-    if (!req.url?.startsWith("/__sim")) asked.push(req.url ?? "");
-  });
-  const worker = new ProbeWorker(ta.ctx, { timeoutMs: 5000 });
-  t.teardown(() => worker.stop());
-  const id = (
-    await call(ta.app, w.keys.alicePersonal, "POST", "/v1/connections", {
-      service_type: "workflow_a",
-      service_name: "n8n",
-      base_url: sim.url,
-      api_key: "sim-api-key",
-    })
-  ).json().connection.id;
+  // more than one sync's 8 pages of 250
+  const { ta, asked, worker, id } = await watched(t, 2_100, 5000);
   await runSlot(ta, worker, id);
   t.equal((await stored(ta, id)).length, 2_000, "eight pages in the first tick");
   asked.length = 0;
