@@ -165,11 +165,13 @@ const markedAt = new WeakMap<AppContext, Map<number, number>>();
  * next rollup run has redone them (retention/rollups.ts: a run counts only samples that old, so
  * a sample committed sooner is counted by the run after it). Called only after the write is
  * acknowledged: a mark before it could be cleared by a rollup that ran before the sample was
- * visible.
+ * visible. Null when there is nothing to mark, else the marking to wait for.
  */
-export async function samplesCommitted(ctx: AppContext, rows: readonly { ts: Date }[]): Promise<void> {
+export function samplesCommitted(ctx: AppContext, rows: readonly { ts: Date }[]): Promise<void> | null {
   const now = ctx.now();
   const late = now.getTime() - ROLLUP_LATENESS_MS;
+  // nearly every call (live heartbeats, checks): nothing late, nothing to mark, no promise
+  if (rows.every((r) => r.ts.getTime() >= late)) return null;
   const today = dayStart(now.getTime());
   const recent = markedAt.get(ctx) ?? new Map<number, number>();
   markedAt.set(ctx, recent);
@@ -181,10 +183,10 @@ export async function samplesCommitted(ctx: AppContext, rows: readonly { ts: Dat
     // most once a second; the rollup run redoes yesterday every time anyway
     if (now.getTime() - (recent.get(day) ?? -Infinity) >= MARK_EVERY_MS) days.add(day);
   }
-  if (days.size === 0) return;
+  if (days.size === 0) return null;
   for (const d of days) recent.set(d, now.getTime());
   for (const d of recent.keys()) if (d < today - DAY_MS) recent.delete(d);
-  await markDaysDirty(
+  return markDaysDirty(
     ctx.stores.db,
     [...days].map((d) => new Date(d)),
     now,

@@ -114,14 +114,14 @@ export function unstorableText(value: unknown, path: string, depth = 0): string 
  * not checked, so a wrong method never reads as a malformed body or a 413.
  */
 export function registerInputRules(app: FastifyInstance): void {
-  app.addHook("preParsing", async (req, _reply, payload) => {
+  app.addHook("preParsing", (req, _reply, payload, done) => {
     if (req.is404) {
       // Fastify reads no body when a request says it has none
       delete req.headers["content-type"];
       delete req.headers["transfer-encoding"];
       req.headers["content-length"] = "0";
     }
-    return payload;
+    done(null, payload);
   });
   app.removeContentTypeParser("application/json");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
@@ -131,16 +131,14 @@ export function registerInputRules(app: FastifyInstance): void {
       done(err as Error, undefined);
     }
   });
-  app.addHook("preValidation", async (req) => {
-    if (req.is404) return;
-    for (const [part, value] of [
-      ["params", req.params],
-      ["query", req.query],
-      ["body", storableBodies.has(req.body as object) ? null : req.body],
-    ] as const) {
-      const field = unstorableText(value, part);
-      if (field) throw new ApiError(400, "VALIDATION_ERROR", `${field}: ${UNSTORABLE}.`, { field });
-    }
+  app.addHook("preValidation", (req, _reply, done) => {
+    if (req.is404) return done();
+    const field =
+      unstorableText(req.params, "params") ??
+      unstorableText(req.query, "query") ??
+      (storableBodies.has(req.body as object) ? null : unstorableText(req.body, "body"));
+    if (field) return done(new ApiError(400, "VALIDATION_ERROR", `${field}: ${UNSTORABLE}.`, { field }));
+    done();
   });
 }
 

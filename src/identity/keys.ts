@@ -149,21 +149,25 @@ export class KeyStore {
     this.timer.unref();
   }
 
-  async authenticate(key: string): Promise<KeyAuth | null> {
+  /**
+   * The key's actor and budget, or null when it is not a live key. A warm key is answered at
+   * once, without a promise (the heartbeat path asks for one on every request); a cold one is
+   * read from the database, one read per key however many requests wait for it.
+   */
+  authenticate(key: string): KeyAuth | null | Promise<KeyAuth | null> {
     if (!KEY_PATTERN.test(key)) return null;
     const hash = hashKey(key);
     const hit = this.cache.get(hash);
-    let auth: KeyAuth | null;
-    if (hit && this.now() - hit.fetchedAt < this.ttlMs) {
-      auth = hit.auth;
-    } else {
-      let pending = this.inflight.get(hash);
-      if (!pending) {
-        pending = this.load(hash).finally(() => this.inflight.delete(hash));
-        this.inflight.set(hash, pending);
-      }
-      auth = await pending;
+    if (hit && this.now() - hit.fetchedAt < this.ttlMs) return this.used(hit.auth);
+    let pending = this.inflight.get(hash);
+    if (!pending) {
+      pending = this.load(hash).finally(() => this.inflight.delete(hash));
+      this.inflight.set(hash, pending);
     }
+    return pending.then((auth) => this.used(auth));
+  }
+
+  private used(auth: KeyAuth | null): KeyAuth | null {
     if (auth) this.lastUsed.set(auth.actor.keyId, this.clock());
     return auth;
   }

@@ -24,6 +24,8 @@ function canonical(v: unknown): string {
   return JSON.stringify(v);
 }
 
+type HeartbeatIdentity = { id: string; ts: Date; start?: Date; end?: Date };
+
 /**
  * How a repeat is recognised: a heartbeat with a token period is identified by its connection
  * and the period's start and end, and stored at the period's end; a resend of that period,
@@ -31,17 +33,18 @@ function canonical(v: unknown): string {
  * without a period is identified by a digest of its body: a resend within the repeat window is
  * stored at the first arrival's second (see {@link PeriodlessRepeats}).
  */
-export async function heartbeatIdentity(
+export function heartbeatIdentity(
   ctx: AppContext,
   connectionId: string,
   body: HeartbeatBody,
   received: Date,
-): Promise<{ id: string; ts: Date; start?: Date; end?: Date }> {
+): HeartbeatIdentity | Promise<HeartbeatIdentity> {
   const period = body.tokens?.period;
   if (!period) {
     const digest = hash("sha256", `body\n${connectionId}\n${canonical(body)}`, "hex");
     return heartbeatRepeats(ctx).place(connectionId, digest, received);
   }
+  // a period's identity is computed, not looked up: no promise
   const start = new Date(period.startedAt);
   const end = new Date(period.endedAt);
   const material = `period\n${connectionId}\n${start.toISOString()}\n${end.toISOString()}`;
@@ -63,14 +66,17 @@ export async function ingestHeartbeat(ctx: AppContext, p: IngestionKeyActor, bod
   const period = body.tokens?.period;
   if (period && Date.parse(period.endedAt) > received.getTime() + MAX_CLOCK_SKEW_MS)
     throw invalidInput("tokens.period.endedAt", "is in the future; check the daemon's clock", {});
-  const { id, ts, start, end } = await heartbeatIdentity(ctx, connectionId, body, received);
+  const identity = heartbeatIdentity(ctx, connectionId, body, received);
+  const { id, ts, start, end } = identity instanceof Promise ? await identity : identity;
 
   const models: RowOf<typeof gatewayModelUsage>[] = [];
   for (const m of body.tokens?.byModel ?? []) {
     let cost = m.estimatedCostUsd;
     let source = "reported";
     if (cost === undefined) {
-      const price = await priceBook(ctx).priceOf(m.model, ts);
+      const prices = priceBook(ctx);
+      let price = prices.priceNow(m.model, ts);
+      if (price === undefined) price = await prices.priceOf(m.model, ts);
       cost = price ? costUsd(price, { input: m.inputTokens, output: m.outputTokens }) : 0;
       source = price ? "priced" : "unpriced";
     }
@@ -127,10 +133,11 @@ export async function ingestHeartbeat(ctx: AppContext, p: IngestionKeyActor, bod
     // one group commit with the heartbeat: the sample is never stored without it
     samplesWrite(samples),
   ]);
-  await samplesCommitted(ctx, samples);
+  const marking = samplesCommitted(ctx, samples);
+  if (marking) await marking;
   const healthy = body.gateway.status === "healthy";
   const available = healthy && pidAlive;
-  await reportGatewayHealth(ctx, {
+  const counted = reportGatewayHealth(ctx, {
     connectionId,
     heartbeatId: id,
     ts,
@@ -143,5 +150,6 @@ export async function ingestHeartbeat(ctx: AppContext, p: IngestionKeyActor, bod
         ? "gateway process is not alive"
         : `gateway status ${body.gateway.status}`,
   });
+  if (counted instanceof Promise) await counted;
   return { message: "Heartbeat recorded", heartbeat_id: id };
 }

@@ -64,13 +64,28 @@ export class PriceBook {
 
   async priceOf(model: string, at: Date): Promise<Price | null> {
     if (Date.now() - this.loadedAt >= this.ttlMs) await this.refresh();
+    return this.lookup(model, at);
+  }
+
+  /**
+   * The price as `priceOf` gives it, without waiting, while the loaded table is fresh; undefined
+   * when it must be loaded first (then call `priceOf`). Heartbeats price every model they carry:
+   * this spares them a promise per model.
+   */
+  priceNow(model: string, at: Date): Price | null | undefined {
+    return Date.now() - this.loadedAt < this.ttlMs ? this.lookup(model, at) : undefined;
+  }
+
+  private lookup(model: string, at: Date): Price | null {
     let list = this.resolved.get(model);
     if (list === undefined) {
       list = this.resolve(model);
       if (this.resolved.size > 10_000) this.resolved.clear();
       this.resolved.set(model, list);
     }
-    return list?.find((p) => p.effectiveFrom <= at) ?? null;
+    if (!list) return null;
+    for (const p of list) if (p.effectiveFrom <= at) return p;
+    return null;
   }
 
   private resolve(model: string): Price[] | null {

@@ -63,17 +63,25 @@ export class RateLimiter {
     this.timer.unref();
   }
 
-  async take(scope: string, limit: number): Promise<RateDecision> {
+  /**
+   * Counts one request of `scope` against `limit`, or refuses it. Answered at once, without a
+   * promise, once this node knows the scope's shared count for the window; the first request of
+   * a scope in a window waits for it.
+   */
+  take(scope: string, limit: number): RateDecision | Promise<RateDecision> {
     const window = Math.floor(this.now() / HOUR) * HOUR;
     let st = this.scopes.get(scope);
     if (!st || st.window !== window) {
       st = { window, synced: 0, pending: 0, syncing: 0, known: false };
       this.scopes.set(scope, st);
     }
-    if (!st.known) {
-      st.first ??= this.sync(scope, st);
-      await st.first;
-    }
+    if (st.known) return this.decide(st, window, limit);
+    const known = st;
+    known.first ??= this.sync(scope, known);
+    return known.first.then(() => this.decide(known, window, limit));
+  }
+
+  private decide(st: ScopeState, window: number, limit: number): RateDecision {
     // what a sync is adding counts too: until its answer, `synced` does not include it
     const used = st.synced + st.syncing + st.pending;
     const reset = (window + HOUR) / 1000;
