@@ -28,48 +28,49 @@ export function quoteString(s: string): string {
   return `"${STRING_SPECIAL.test(s) ? s.replace(STRING_ESCAPES, (c) => `\\${c}`) : s}"`;
 }
 
-type FieldEncoder = (v: unknown) => string;
-
-const fieldEncoders: Record<Exclude<ColumnType, "symbol">, FieldEncoder> = {
-  string: (v) => quoteString(v as string),
-  boolean: (v) => (v ? "t" : "f"),
-  double: (v) => String(v as number),
-  long: (v) => `${v as number}i`,
+/** Each field type's value as ILP text, as an expression of the value `v` (see lineEncoder). */
+const fieldExpressions: Record<Exclude<ColumnType, "symbol">, string> = {
+  string: "quote(v)",
+  boolean: '(v ? "t" : "f")',
+  double: "String(v)",
+  long: 'v + "i"',
   // timestamp fields in microseconds
-  timestamp: (v) => `${(v as Date).getTime()}000t`,
+  timestamp: 'v.getTime() + "000t"',
 };
 
 export type LineEncoder = (row: Record<string, unknown>) => string;
 
 /**
- * One table's line encoder, computed once: measurement, symbols (ILP wants them first), fields,
- * then the designated timestamp in nanoseconds. Null or absent values are left out (QuestDB
- * stores NULL). Values are assumed validated against the table (validate.ts).
+ * One table's line encoder: measurement, symbols (ILP wants them first), fields, then the
+ * designated timestamp in nanoseconds. Null or absent values are left out (QuestDB stores NULL).
+ * Values are assumed validated against the table (validate.ts).
+ *
+ * The encoder is generated once per table as straight-line code (one statement per column, its
+ * escaped name a constant): a generic loop over the columns was a third slower on heartbeat
+ * rows (3.6 against 2.7 us per heartbeat's four rows, encoded and turned into bytes). Only the
+ * table definitions, never request data, go into the generated code, and each name goes in as a
+ * JSON string literal.
  */
 export function lineEncoder(name: string, table: TableDef): LineEncoder {
   const entries = Object.entries(table.columns);
-  const symbols = entries
-    .filter(([, d]) => d.type === "symbol")
-    .map(([c]) => [c, `,${escapeTag(c)}=`] as const);
-  const fields = entries
-    .filter(([, d]) => d.type !== "symbol")
-    .map(([c, d]) => [c, escapeTag(c), fieldEncoders[d.type as Exclude<ColumnType, "symbol">]] as const);
-  const measurement = escapeTag(name);
-  return (row) => {
-    let line = measurement;
-    for (const [col, prefix] of symbols) {
-      const v = row[col];
-      if (v != null) line += prefix + escapeTag(String(v));
-    }
-    let sep = " ";
-    for (const [col, escaped, encode] of fields) {
-      const v = row[col];
-      if (v == null) continue;
-      line += `${sep}${escaped}=${encode(v)}`;
-      sep = ",";
-    }
-    return `${line} ${(row.ts as Date).getTime()}000000\n`;
-  };
+  const lit = (s: string) => JSON.stringify(s);
+  const get = (c: string) => `const v = row[${lit(c)}];`;
+  let body = `let line = ${lit(escapeTag(name))};\n`;
+  for (const [c, d] of entries)
+    if (d.type === "symbol")
+      body += `{ ${get(c)} if (v != null) line += ${lit(`,${escapeTag(c)}=`)} + tag(String(v)); }\n`;
+  body += 'let sep = " ";\n';
+  for (const [c, d] of entries) {
+    if (d.type === "symbol") continue;
+    const value = fieldExpressions[d.type];
+    body += `{ ${get(c)} if (v != null) { line += sep + ${lit(`${escapeTag(c)}=`)} + ${value}; sep = ","; } }\n`;
+  }
+  body += 'return line + " " + row.ts.getTime() + "000000\\n";';
+  const make = new Function("tag", "quote", `return (row) => {\n${body}\n};`) as (
+    tag: (s: string) => string,
+    quote: (s: string) => string,
+  ) => LineEncoder;
+  return make(escapeTag, quoteString);
 }
 
 /** QuestDB answered the write with an error about the data (4xx): retrying cannot help. */
