@@ -1,37 +1,29 @@
 import type { ColumnDef, TableDef } from "./tables.js";
 import { type Filter, SeriesValidationError } from "./types.js";
 
-/** `at` builds the field name only when there is something to report. */
-function checkValue(at: (col: string) => string, col: string, def: ColumnDef, v: unknown): void {
-  const field = (): string => at(col);
-  if (v === null || v === undefined) {
-    if (!def.nullable) throw new SeriesValidationError(field(), "is required");
-    return;
-  }
+/** What is wrong with a value for a column, or null when it fits (no allocation when it does). */
+function problem(def: ColumnDef, v: unknown): string | null {
+  if (v === null || v === undefined) return def.nullable ? null : "is required";
   switch (def.type) {
     case "symbol":
     case "string":
-      if (typeof v !== "string")
-        throw new SeriesValidationError(field(), `must be a string, got ${typeof v}`);
-      if (def.type === "symbol" && v.length === 0)
-        throw new SeriesValidationError(field(), "must not be empty");
-      return;
+      if (typeof v !== "string") return `must be a string, got ${typeof v}`;
+      if (def.type === "symbol" && v.length === 0) return "must not be empty";
+      return null;
     case "boolean":
-      if (typeof v !== "boolean")
-        throw new SeriesValidationError(field(), `must be a boolean, got ${typeof v}`);
-      return;
+      return typeof v === "boolean" ? null : `must be a boolean, got ${typeof v}`;
     case "double":
-      if (typeof v !== "number" || !Number.isFinite(v))
-        throw new SeriesValidationError(field(), `must be a finite number, got ${describe(v)}`);
-      return;
+      return typeof v === "number" && Number.isFinite(v)
+        ? null
+        : `must be a finite number, got ${describe(v)}`;
     case "long":
-      if (typeof v !== "number" || !Number.isSafeInteger(v))
-        throw new SeriesValidationError(field(), `must be a whole number, got ${describe(v)}`);
-      return;
+      return typeof v === "number" && Number.isSafeInteger(v)
+        ? null
+        : `must be a whole number, got ${describe(v)}`;
     case "timestamp":
-      if (!(v instanceof Date) || !Number.isFinite(v.getTime()))
-        throw new SeriesValidationError(field(), `must be a valid date, got ${describe(v)}`);
-      return;
+      return v instanceof Date && Number.isFinite(v.getTime())
+        ? null
+        : `must be a valid date, got ${describe(v)}`;
   }
 }
 
@@ -48,6 +40,8 @@ function describe(v: unknown): string {
 const TS: ColumnDef = { type: "timestamp" };
 const columnLists = new WeakMap<TableDef, [string, ColumnDef][]>();
 
+const at = (table: TableDef, i: number, col: string) => `${table.name}[${i}].${col}`;
+
 export function validateRows(table: TableDef, rows: readonly object[]): void {
   let columns = columnLists.get(table);
   if (!columns) {
@@ -56,12 +50,15 @@ export function validateRows(table: TableDef, rows: readonly object[]): void {
   }
   for (let i = 0; i < rows.length; i++) {
     const r = rows[i] as Record<string, unknown>;
-    const at = (col: string) => `${table.name}[${i}].${col}`;
-    checkValue(at, "ts", TS, r.ts);
-    for (const [col, def] of columns) checkValue(at, col, def, r[col]);
+    const p = problem(TS, r.ts);
+    if (p) throw new SeriesValidationError(at(table, i, "ts"), p);
+    for (const [col, def] of columns) {
+      const q = problem(def, r[col]);
+      if (q) throw new SeriesValidationError(at(table, i, col), q);
+    }
     for (const col in r) {
       if (col !== "ts" && !(col in table.columns))
-        throw new SeriesValidationError(at(col), "is not a column");
+        throw new SeriesValidationError(at(table, i, col), "is not a column");
     }
   }
 }

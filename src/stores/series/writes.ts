@@ -16,13 +16,17 @@ export interface WriteItem {
 export function groupCommitWrites(
   commit: GroupCommit<WriteItem>,
 ): Pick<SeriesStore, "append" | "write" | "backlog"> {
-  const write: SeriesStore["write"] = async (batches) => {
-    for (const b of batches) validateRows(b.table, b.rows);
-    await commit.submit(
-      batches.flatMap((b) =>
-        b.rows.map((row) => ({ table: b.table, row: row as unknown as WriteItem["row"] })),
-      ),
-    );
+  const write: SeriesStore["write"] = (batches) => {
+    const items: WriteItem[] = [];
+    try {
+      for (const b of batches) {
+        validateRows(b.table, b.rows);
+        for (const row of b.rows) items.push({ table: b.table, row: row as unknown as WriteItem["row"] });
+      }
+    } catch (err) {
+      return Promise.reject(err as Error); // a bad row rejects the call, as an async write would
+    }
+    return commit.submit(items);
   };
   return {
     write,
