@@ -19,4 +19,4 @@ COPY scripts ./scripts
 VOLUME /data
 EXPOSE 8080
 USER node
-CMD ["node", "dist/src/cli.js", "serve"]
+CMD ["node", "--max-semi-space-size=32", "dist/src/cli.js", "serve"]

@@ -16,6 +16,7 @@ import { StoreSupervisor } from "../src/stores/supervisor.js";
 import { listenerPid, ownCpuSeconds, processCpuSeconds } from "./lib/cpu.js";
 import type { LoadResult } from "./lib/load.js";
 import { CLI_PATH } from "./lib/cli.js";
+import { SERVER_NODE_FLAGS } from "../src/lib/node-flags.js";
 import { minimalPipeline } from "./lib/minimal-pipeline.js";
 import { benchQuestdb, freePorts, privateQuestdb, type QuestdbTarget } from "./lib/questdb.js";
 import { positiveInt, throwawayDatabase } from "./lib/postgres.js";
@@ -479,7 +480,7 @@ async function runProcesses(
       const url = `http://127.0.0.1:${port}`;
       say(`vigil ${args.join(" ")} on ${url}`);
       let output = "";
-      child = spawn(process.execPath, [CLI_PATH, ...args], {
+      child = spawn(process.execPath, [...SERVER_NODE_FLAGS, CLI_PATH, ...args], {
         env: {
           PATH: process.env.PATH ?? "",
           HOME: process.env.HOME ?? "",

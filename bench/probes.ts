@@ -12,6 +12,7 @@ import { migrate } from "../src/stores/relational/migrate.js";
 import { createPgStore } from "../src/stores/relational/pg.js";
 import { startWorkflowA } from "../src/sim/workflow-a.js";
 import { CLI_PATH } from "./lib/cli.js";
+import { SERVER_NODE_FLAGS } from "../src/lib/node-flags.js";
 import { ownCpuSeconds, processCpuSeconds } from "./lib/cpu.js";
 import { fmt, table, verdict } from "./lib/report.js";
 import { positiveInt, throwawayDatabase } from "./lib/postgres.js";
@@ -105,6 +106,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
     if (cpuProfDir) fs.mkdirSync(cpuProfDir, { recursive: true });
     if (heapProfDir) fs.mkdirSync(heapProfDir, { recursive: true });
     const nodeArgs = [
+      ...SERVER_NODE_FLAGS,
       ...(cpuProfDir ? ["--cpu-prof", "--cpu-prof-dir", cpuProfDir] : []),
       ...(heapProfDir ? ["--heap-prof", "--heap-prof-dir", heapProfDir] : []),
       ...(values["node-flags"] ?? "").split(/\s+/).filter(Boolean),

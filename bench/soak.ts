@@ -16,6 +16,7 @@ import { migrate } from "../src/stores/relational/migrate.js";
 import { createPgStore } from "../src/stores/relational/pg.js";
 import { applyQuestdbSchema, questdbPool } from "../src/stores/series/questdb.js";
 import { CLI_PATH } from "./lib/cli.js";
+import { SERVER_NODE_FLAGS } from "../src/lib/node-flags.js";
 import { processCpuSeconds } from "./lib/cpu.js";
 import { throwawayDatabase } from "./lib/postgres.js";
 import { freePorts, privateQuestdb, type QuestdbTarget } from "./lib/questdb.js";
@@ -1040,7 +1041,7 @@ function startChild(
 ): Child {
   const logFile = path.join(dir, `${name}.log`);
   const out = fs.createWriteStream(logFile);
-  const proc = spawn(process.execPath, args, {
+  const proc = spawn(process.execPath, [...SERVER_NODE_FLAGS, ...args], {
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=32
 import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import cluster from "node:cluster";

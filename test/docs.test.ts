@@ -26,3 +26,23 @@ t.test(".env.example and the README list every configuration variable", async (t
     t.match(readme, new RegExp(`\\| \`${name}\``), `README configuration table has ${name}`);
   }
 });
+
+t.test("every way of starting the server passes the same V8 flags (src/lib/node-flags.ts)", async (t) => {
+  const { SERVER_NODE_FLAGS } = await import("../src/lib/node-flags.js");
+  t.ok(SERVER_NODE_FLAGS.length > 0);
+  const flags = SERVER_NODE_FLAGS.join(" ");
+  const scripts = (JSON.parse(read("package.json")) as { scripts: Record<string, string> }).scripts;
+  t.ok(scripts.start?.includes(`node ${flags} dist/src/cli.js serve`), "npm start");
+  t.ok(
+    scripts.bench?.includes(`node ${flags} dist/src/cli.js bench`),
+    "npm run bench (Vigil in its process)",
+  );
+  const cmd = JSON.stringify(["node", ...SERVER_NODE_FLAGS, "dist/src/cli.js", "serve"]).replace(/,/g, ", ");
+  t.ok(read("Dockerfile").includes(`CMD ${cmd}`), "the image's command");
+  t.equal(
+    read("src/cli.ts").split("\n")[0],
+    `#!/usr/bin/env -S node ${flags}`,
+    "the vigil command's first line",
+  );
+  t.ok(read("README.md").includes(`node ${flags}`), "the README says so");
+});
