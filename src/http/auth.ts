@@ -21,6 +21,19 @@ declare module "fastify" {
   }
 }
 
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+const WHITESPACE = /\s/;
+
+/** The key of an `Authorization: Bearer <key>` header; a 401 for any other form. */
+function bearerToken(header: string): string {
+  // the usual form, exactly "Bearer " and the key, without a match array
+  if (header.startsWith("Bearer ") && header.length > 7 && !WHITESPACE.test(header.slice(7)))
+    return header.slice(7);
+  const m = BEARER.exec(header);
+  if (!m?.[1]) throw invalidKey("Malformed Authorization header: expected Bearer <API_KEY>.");
+  return m[1];
+}
+
 export const invalidKey = (message: string) =>
   new ApiError(401, "INVALID_API_KEY", message, {}, {}, "envelope");
 
@@ -133,9 +146,7 @@ export function registerAuth(
     }
     const header = req.headers.authorization;
     if (!header) throw invalidKey("Missing API key: send the header Authorization: Bearer <API_KEY>.");
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!m?.[1]) throw invalidKey("Malformed Authorization header: expected Bearer <API_KEY>.");
-    const key = keys.authenticate(m[1]);
+    const key = keys.authenticate(bearerToken(header));
     if (key instanceof Promise) return key.then((k) => admitKey(req, reply, auth, k));
     return admitKey(req, reply, auth, key);
   };

@@ -45,6 +45,11 @@ interface RouteMeta {
   errorStyle: ErrorStyle;
   /** Largest body accepted, in bytes, when not the app's default. */
   bodyLimit?: number;
+  /**
+   * False when every answer is far below the compression threshold (1 KiB), so the compression
+   * hooks are not run for it at all (the heartbeat: a fleet's most frequent request).
+   */
+  compress?: false;
 }
 
 /**
@@ -143,6 +148,7 @@ export function registerRoutes(app: FastifyInstance, ctx: AppContext, routes: re
       method: r.method,
       url: r.path,
       ...(r.bodyLimit ? { bodyLimit: r.bodyLimit } : {}),
+      ...(r.compress === false ? { compress: false } : {}),
       config: { errorStyle: r.errorStyle, auth: authConfig(r.auth), ingest: r.ingest },
       handler: (req, reply) => r.run(ctx, req, reply),
     });

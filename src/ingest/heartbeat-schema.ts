@@ -80,6 +80,10 @@ const countOr0 = (p: Obj, k: string) => {
   if (v === undefined) return ((p[k] = 0), true);
   return isCount(v);
 };
+const firstKeyIs = (o: Obj, key: string): boolean => {
+  for (const k in o) return k === key;
+  return false;
+};
 /** Times are rare enough per body (two) to leave to the schema's own rule. */
 const isTime = (v: unknown) => typeof v === "string" && time.safeParse(v).success;
 
@@ -96,8 +100,8 @@ function accepted(b: unknown): HeartbeatBody | null {
     const s = b.system;
     if (!isObj(s)) return null;
     if (s.gatewayPidAlive !== undefined && typeof s.gatewayPidAlive !== "boolean") return null;
-    // the schema's output order: its one known key first
-    if ("gatewayPidAlive" in s) {
+    // the schema's output order: its one known key first (rebuilt only when it is not already)
+    if ("gatewayPidAlive" in s && !firstKeyIs(s, "gatewayPidAlive")) {
       const { gatewayPidAlive, ...rest } = s;
       b.system = { gatewayPidAlive, ...rest };
     }

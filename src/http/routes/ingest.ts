@@ -16,6 +16,8 @@ export const ingestRoutes = [
     errorStyle: "simple",
     ingest: true,
     bodyLimit: HEARTBEAT_BODY_LIMIT,
+    // its answers (the id, or an error naming a field) are always far below 1 KiB
+    compress: false,
     body: heartbeatBody,
     // the schema's rules by hand for the common valid body; the schema itself for the rest
     parseBody: (raw) => parseHeartbeat(raw, (b) => parseOr400(heartbeatBody, b, "body")),
