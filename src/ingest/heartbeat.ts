@@ -24,6 +24,31 @@ function canonical(v: unknown): string {
   return JSON.stringify(v);
 }
 
+const CANONICAL_ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+const digits = (s: string, from: number, n: number) => {
+  let v = 0;
+  for (let i = from; i < from + n; i++) v = v * 10 + s.charCodeAt(i) - 48;
+  return v;
+};
+
+/**
+ * `d.toISOString()`, where `text` is the timestamp `d` was read from: `text` itself when it
+ * already is exactly that string (what most daemons send: JavaScript's own form), checked field by
+ * field, else written out. A quarter of the cost of writing it, twice per heartbeat.
+ */
+export function isoOf(d: Date, text: string): string {
+  const same =
+    CANONICAL_ISO.test(text) &&
+    d.getUTCFullYear() === digits(text, 0, 4) &&
+    d.getUTCMonth() + 1 === digits(text, 5, 2) &&
+    d.getUTCDate() === digits(text, 8, 2) &&
+    d.getUTCHours() === digits(text, 11, 2) &&
+    d.getUTCMinutes() === digits(text, 14, 2) &&
+    d.getUTCSeconds() === digits(text, 17, 2) &&
+    d.getUTCMilliseconds() === digits(text, 20, 3);
+  return same ? text : d.toISOString();
+}
+
 type HeartbeatIdentity = { id: string; ts: Date; start?: Date; end?: Date };
 
 /**
@@ -47,7 +72,7 @@ export function heartbeatIdentity(
   // a period's identity is computed, not looked up: no promise
   const start = new Date(period.startedAt);
   const end = new Date(period.endedAt);
-  const material = `period\n${connectionId}\n${start.toISOString()}\n${end.toISOString()}`;
+  const material = `period\n${connectionId}\n${isoOf(start, period.startedAt)}\n${isoOf(end, period.endedAt)}`;
   const id = `hb_${hash("sha256", material, "hex").slice(0, 32)}`;
   return { id, ts: end, start, end };
 }
