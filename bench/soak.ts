@@ -1041,7 +1041,8 @@ function startChild(
 ): Child {
   const logFile = path.join(dir, `${name}.log`);
   const out = fs.createWriteStream(logFile);
-  const proc = spawn(process.execPath, [...SERVER_NODE_FLAGS, ...args], {
+  // Vigil's processes run with the server's V8 flags, as `npm start` runs them; the simulators not
+  const proc = spawn(process.execPath, args[0] === CLI_PATH ? [...SERVER_NODE_FLAGS, ...args] : args, {
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });

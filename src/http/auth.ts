@@ -160,7 +160,13 @@ export function registerAuth(
     } catch (err) {
       return done(err as Error);
     }
-    if (pending instanceof Promise) pending.then(() => done(), done);
+    if (pending instanceof Promise)
+      pending.then(
+        () => done(),
+        // never done() without an error: that would let the request through
+        (err: unknown) =>
+          done(err instanceof Error ? err : new Error(`authentication failed: ${String(err)}`)),
+      );
     else done();
   });
 }
