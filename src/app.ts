@@ -11,9 +11,10 @@ import {
   renderError,
   ServiceError,
   unavailable,
+  unsupportedMediaType,
 } from "./http/errors.js";
 import { registerAuth, takeUserQuota } from "./http/auth.js";
-import { frameworkErrors, registerInputRules } from "./http/edge.js";
+import { clientErrors, frameworkErrors, registerInputRules } from "./http/edge.js";
 import { LazyChildLogger } from "./lib/logger.js";
 import { registerDocs } from "./http/docs.js";
 import { openApiDocument } from "./http/openapi.js";
@@ -21,7 +22,7 @@ import { registerRoutes } from "./http/route.js";
 import { registerMcp } from "./mcp/server.js";
 import { browserNotFound, registerDashboard } from "./dashboard/index.js";
 import { mcpAuthenticate, registerOAuth } from "./oauth/routes.js";
-import { routes } from "./http/routes/index.js";
+import { routes, tags } from "./http/routes/index.js";
 import type { Actor } from "./core/actor.js";
 import type { AppContext } from "./core/context.js";
 import { RateLimiter, type RateLimiterOptions } from "./ratelimit/limiter.js";
@@ -67,11 +68,7 @@ export function toApiError(err: unknown, bodyLimit?: number): ApiError {
         bodyLimit ? `Payload too large: at most ${bodyLimit} bytes.` : "Payload too large.",
       );
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
-      return new ApiError(
-        400,
-        "VALIDATION_ERROR",
-        "body: send it as JSON with Content-Type: application/json.",
-      );
+      return unsupportedMediaType();
     case "FST_ERR_CTP_EMPTY_JSON_BODY":
       return new ApiError(400, "VALIDATION_ERROR", "body: the request body is empty; send a JSON document.");
     case "FST_ERR_CTP_INVALID_JSON_BODY":
@@ -108,6 +105,8 @@ export async function buildApp(ctx: AppContext, opts: AppOptions = {}): Promise<
     ajv: { customOptions: { coerceTypes: false } },
     // a URL the router cannot read answers in the API's error body (edge.ts)
     frameworkErrors,
+    // what Node's HTTP parser refuses (431 and the like) answers in the envelope too (edge.ts)
+    clientErrorHandler: clientErrors,
   });
 
   // Callback-style hooks on every request (here and in edge.ts): an async hook costs a promise
@@ -185,7 +184,7 @@ export async function buildApp(ctx: AppContext, opts: AppOptions = {}): Promise<
   registerAuth(app, ctx, limiter, opts.fixedActor);
   // One table drives the routes, their document and the interactive reference at /docs.
   registerRoutes(app, ctx, routes);
-  const openapi = openApiDocument(routes, ctx.config.publicUrl, "0.1.0");
+  const openapi = openApiDocument(routes, tags, ctx.config.publicUrl, "0.1.0");
   app.get("/v1/openapi.json", async () => openapi);
   await registerDocs(app, openapi);
   // The OAuth 2.1 authorization server and sign-in pages (the MCP tool server's door in).

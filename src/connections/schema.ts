@@ -34,6 +34,17 @@ const organization = z.union([z.literal("personal"), id], {
   error: "must be an organization id or `personal`",
 });
 
+/**
+ * Any JSON value (a connection's `configuration`), as the one named schema `JsonValue` in the
+ * OpenAPI document. Bodies are parsed JSON, so every value that reaches it is a JSON value; a
+ * recursive schema would say the same, and generated clients cannot type the recursion
+ * (openapi-typescript writes a type that refers to itself: TS2502).
+ */
+export const jsonValue = z.unknown().meta({
+  id: "JsonValue",
+  description: "Any JSON value: an object, array, string, number, boolean or null",
+});
+
 const seconds = (min: number, max: number) =>
   z
     .number({ error: "must be a number of seconds" })
@@ -65,7 +76,7 @@ export const createConnectionBody = z.strictObject({
   region: short(64).optional(),
   team_id: short(128).optional(),
   organization_id: organization.nullable().optional(),
-  configuration: z.json().optional(),
+  configuration: jsonValue.optional(),
 });
 export type CreateConnectionBody = z.infer<typeof createConnectionBody>;
 
@@ -81,7 +92,7 @@ export const updateConnectionBody = z.strictObject({
   region: short(64).nullable().optional(),
   team_id: short(128).nullable().optional(),
   organization_id: organization.nullable().optional(),
-  configuration: z.json().nullable().optional(),
+  configuration: jsonValue.nullable().optional(),
   service_type: z.never({ error: "cannot be changed; create a new connection instead" }).optional(),
 });
 export type UpdateConnectionBody = z.infer<typeof updateConnectionBody>;

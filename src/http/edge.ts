@@ -1,4 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
 import secureJson from "secure-json-parse";
 import { ApiError, badRequest, renderError } from "./errors.js";
 
@@ -14,6 +16,13 @@ import { ApiError, badRequest, renderError } from "./errors.js";
  *   and JSON serialisers turn the latter into U+FFFD). The answer is a 400 naming the field.
  */
 export const MAX_JSON_DEPTH = 32;
+
+/**
+ * The longest URL (path and query) a route reads, in bytes: far above any real filter, and below
+ * Node's 16 KiB limit on the request line and headers together, which answers 431 (see
+ * `clientErrors`). A longer one is a 414 in the route's error style.
+ */
+export const MAX_URL_LENGTH = 8192;
 
 /** Depth of the deepest array or object of a JSON text, by scanning it (strings skipped). */
 export function jsonDepth(text: string, limit = Number.POSITIVE_INFINITY): number {
@@ -114,6 +123,18 @@ export function unstorableText(value: unknown, path: string, depth = 0): string 
  * not checked, so a wrong method never reads as a malformed body or a 413.
  */
 export function registerInputRules(app: FastifyInstance): void {
+  app.addHook("onRequest", (req, _reply, done) => {
+    const length = req.url.length;
+    if (length <= MAX_URL_LENGTH) return done();
+    done(
+      new ApiError(
+        414,
+        "URI_TOO_LONG",
+        `The URL is ${length} bytes long; at most ${MAX_URL_LENGTH} are read. Send fewer or shorter query parameters.`,
+        { max_length: MAX_URL_LENGTH },
+      ),
+    );
+  });
   app.addHook("preParsing", (req, _reply, payload, done) => {
     if (req.is404) {
       // Fastify reads no body when a request says it has none
@@ -158,4 +179,30 @@ export function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: F
         : new ApiError(500, "INTERNAL_ERROR", "Internal server error.");
   if (answer.statusCode >= 500) req.log.error({ err }, "request failed");
   void reply.code(answer.statusCode).send(renderError("envelope", answer));
+}
+
+/**
+ * What Node's HTTP parser refuses before Fastify sees a request, answered in the API's envelope
+ * (Fastify's own answer has another body): a request line and headers over Node's limit (16 KiB
+ * unless `--max-http-header-size` says otherwise) are a 431, a request that took too long a 408,
+ * anything unparsable a 400. Given to Fastify as its `clientErrorHandler` option (app.ts).
+ */
+export function clientErrors(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === "ECONNRESET" || socket.destroyed) return;
+  const [status, code, message] =
+    err.code === "HPE_HEADER_OVERFLOW"
+      ? [
+          431,
+          "HEADERS_TOO_LARGE",
+          "The request line and headers are larger than the server reads (16 KiB); shorten the URL or the headers.",
+        ]
+      : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? [408, "REQUEST_TIMEOUT", "The request was not received in time; send it again."]
+        : [400, "BAD_REQUEST", "The request is not valid HTTP/1.1."];
+  const body = JSON.stringify(renderError("envelope", new ApiError(status, code, message)));
+  if (socket.writable)
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+  socket.destroy();
 }

@@ -29,6 +29,9 @@ export class ApiError extends Error {
 
 export const badRequest = (message: string, details: Record<string, unknown> = {}) =>
   new ApiError(400, "VALIDATION_ERROR", message, details);
+/** A body the API cannot read: it speaks JSON only. */
+export const unsupportedMediaType = () =>
+  new ApiError(415, "UNSUPPORTED_MEDIA_TYPE", "body: send it as JSON with Content-Type: application/json.");
 export const notFound = (message: string) => new ApiError(404, "NOT_FOUND", message);
 export const forbidden = (message: string) => new ApiError(403, "FORBIDDEN", message);
 export const unavailable = (message: string, details: Record<string, unknown> = {}) =>

@@ -3,7 +3,7 @@ import type { z } from "zod";
 import type { Actor, Permission } from "../core/actor.js";
 import type { AppContext } from "../core/context.js";
 import { actorOf } from "./auth.js";
-import type { ErrorStyle } from "./errors.js";
+import { type ErrorStyle, unsupportedMediaType } from "./errors.js";
 import { parseOr400 } from "./validation.js";
 
 export type Method = "GET" | "POST" | "PUT" | "DELETE";
@@ -96,6 +96,8 @@ export interface Route extends RouteMeta {
   run(ctx: AppContext, req: FastifyRequest, reply: FastifyReply): Promise<unknown>;
 }
 
+const isJson = (type: string | undefined) => type !== undefined && /^application\/json\b/i.test(type);
+
 /** Declares a route; the types of its handler's inputs and answers come from its schemas. */
 export function defineRoute<
   P extends z.ZodType = z.ZodType<undefined>,
@@ -114,6 +116,9 @@ export function defineRoute<
       // Parts without a schema are not read (and not refused): as before the route table.
       const params = def.params ? parseOr400(def.params, req.params, "params") : undefined;
       const query = def.query ? parseOr400(def.query, req.query, "query") : undefined;
+      // Fastify reads text/plain as a string; a JSON body is never a string unless it says so
+      if (typeof req.body === "string" && (def.body || parseBody) && !isJson(req.headers["content-type"]))
+        throw unsupportedMediaType();
       const body = parseBody
         ? parseBody(req.body)
         : def.body

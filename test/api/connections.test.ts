@@ -216,7 +216,8 @@ t.test("connections: bad input is a 400 naming the field, never a 500", async (t
     headers: { authorization: `Bearer ${key}`, "content-type": "text/plain" },
     payload: "hello",
   });
-  t.equal(notJson.statusCode, 400);
+  t.equal(notJson.statusCode, 415, "a body that is not JSON: 415 Unsupported Media Type");
+  t.match(notJson.json().error, /Content-Type: application\/json/);
   const huge = await post({
     service_type: "gateway",
     service_name: "x",

@@ -1,6 +1,6 @@
 import { gunzipSync } from "node:zlib";
 import t from "tap";
-import { MAX_JSON_DEPTH } from "../../src/http/edge.js";
+import { MAX_JSON_DEPTH, MAX_URL_LENGTH } from "../../src/http/edge.js";
 import { testApp } from "../helpers/app.js";
 import { call, seedTenants } from "../helpers/tenants.js";
 
@@ -221,3 +221,44 @@ t.test("large answers are compressed when the client accepts it", async (t) => {
   const plain = await ta.app.inject({ method: "GET", url: "/v1/openapi.json" });
   t.notOk(plain.headers["content-encoding"], "not without Accept-Encoding");
 });
+
+t.test(
+  "long URLs over a real socket: 414 in the route's style, 431 from Node's parser in the envelope",
+  async (t) => {
+    const ta = await testApp(t);
+    const w = await seedTenants(ta);
+    const base = await ta.app.listen({ port: 0, host: "127.0.0.1" });
+    const headers = { authorization: `Bearer ${w.keys.alicePersonal}` };
+    const fits = await fetch(
+      `${base}/v1/connections?service_type=gateway&x=${"a".repeat(MAX_URL_LENGTH - 100)}`,
+      { headers },
+    );
+    t.equal(
+      fits.status,
+      400,
+      "a URL just under the limit reaches the route (which names the unknown parameter)",
+    );
+    t.match(await fits.json(), { error: /x/ });
+
+    const long = await fetch(`${base}/v1/connections?x=${"a".repeat(MAX_URL_LENGTH)}`, { headers });
+    t.equal(long.status, 414);
+    t.match(
+      await long.json(),
+      { error: new RegExp(`at most ${MAX_URL_LENGTH}`) },
+      "connections: the {error} body",
+    );
+    const envelope = await fetch(`${base}/v1/availability?cursor=${"a".repeat(MAX_URL_LENGTH)}`, { headers });
+    t.equal(envelope.status, 414);
+    t.match(
+      await envelope.json(),
+      { success: false, error: { code: "URI_TOO_LONG" } },
+      "others: the envelope",
+    );
+
+    const huge = await fetch(`${base}/v1/availability?cursor=${"a".repeat(20_000)}`, { headers });
+    t.equal(huge.status, 431, "past Node's 16 KiB header limit");
+    t.match(await huge.json(), { success: false, error: { code: "HEADERS_TOO_LARGE", message: /16 KiB/ } });
+    const after = await fetch(`${base}/v1/connections`, { headers });
+    t.equal(after.status, 200, "and the server answers the next request");
+  },
+);

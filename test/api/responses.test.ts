@@ -23,6 +23,9 @@ type Doc = {
     string,
     Record<string, { responses: Record<string, { content?: Record<string, { schema: object }> }> }>
   >;
+  components: {
+    responses: Record<string, { content?: Record<string, { schema: object }> }>;
+  };
 };
 
 function validatorFor(doc: Doc) {
@@ -34,11 +37,14 @@ function validatorFor(doc: Doc) {
     let v = cache.get(key);
     if (!v) {
       const docPath = path.replace(/:(\w+)/g, "{$1}");
-      const schema =
-        doc.paths[docPath]?.[method.toLowerCase()]?.responses[String(status)]?.content?.["application/json"]
-          ?.schema;
+      let answer = doc.paths[docPath]?.[method.toLowerCase()]?.responses[String(status)];
+      // the answers given before a route runs (413, 414, 415, 431, 405) are shared components
+      const shared = (answer as { $ref?: string } | undefined)?.$ref;
+      if (shared) answer = doc.components.responses[shared.replace("#/components/responses/", "")];
+      const schema = answer?.content?.["application/json"]?.schema;
       if (!schema) return undefined;
-      v = ajv.compile(schema);
+      // references point into the document's components, carried along for ajv to resolve
+      v = ajv.compile({ ...schema, components: doc.components });
       cache.set(key, v);
     }
     return v;
@@ -103,6 +109,9 @@ for (const [relational, series] of backends) {
       ["GET", "/v1/connections/00000000-0000-4000-8000-000000000000", alice, undefined, 404],
       ["PUT", "/v1/usage?connection_id=00000000-0000-4000-8000-000000000000", alice, undefined, 404],
       ["POST", "/v1/gateway/ingest", w.keys.ingest, { type: "heartbeat", pad: "x".repeat(70_000) }, 413],
+      // answered before the route runs: a URL over 8 KiB, in the route's own error style
+      ["GET", `/v1/connections?service_name=${"x".repeat(9000)}`, alice, undefined, 414],
+      ["GET", `/v1/availability?cursor=${"x".repeat(9000)}`, alice, undefined, 414],
     ];
     for (const [method, url, key, body, status] of errors) {
       const res = await call(app, key, method as "GET", url, body);
@@ -113,6 +122,22 @@ for (const [relational, series] of backends) {
         continue;
       }
       check(method, path, status, res.json(), `${status} of ${method} ${path}`);
+    }
+
+    // 415: a body that is not JSON, in the route's error style
+    for (const [url, style] of [
+      ["/v1/connections", "error"],
+      ["/v1/usage", "success"],
+    ] as const) {
+      const res = await app.inject({
+        method: "POST",
+        url,
+        headers: { authorization: `Bearer ${alice}`, "content-type": "text/plain" },
+        payload: "hello",
+      });
+      t.equal(res.statusCode, 415, `POST ${url} with a text body answers 415`);
+      t.ok(style in res.json(), `in the route's error style (${style})`);
+      check("POST", url, 415, res.json(), `415 of POST ${url}`);
     }
 
     // 429: a free-plan account past its hourly budget

@@ -146,6 +146,10 @@ interface Operation {
 
 export interface Doc {
   paths: Record<string, Record<string, Operation>>;
+  components: {
+    schemas: Record<string, JsonSchema>;
+    responses: Record<string, Operation["responses"][string]>;
+  };
 }
 
 export const docPath = (path: string) => path.replace(/:(\w+)/g, "{$1}");
@@ -169,6 +173,11 @@ export class Document {
     return op;
   }
 
+  /** The named schemas every `#/components/schemas/…` reference points at. */
+  get schemas(): Record<string, JsonSchema> {
+    return this.doc.components.schemas;
+  }
+
   /** The statuses the document lists for an operation. */
   statuses(r: Pick<Route, "method" | "path">): number[] {
     return Object.keys(this.operation(r).responses).map(Number);
@@ -187,8 +196,12 @@ export class Document {
     const key = `${r.method} ${r.path} ${status}`;
     let v = this.cache.get(key);
     if (v === undefined) {
-      const schema = this.operation(r).responses[String(status)]?.content?.["application/json"]?.schema;
-      v = schema ? this.ajv.compile(schema) : null;
+      let answer = this.operation(r).responses[String(status)];
+      const shared = (answer as { $ref?: string } | undefined)?.$ref;
+      if (shared) answer = this.doc.components.responses[shared.replace("#/components/responses/", "")];
+      const schema = answer?.content?.["application/json"]?.schema;
+      // references point into the document's components, carried along for ajv to resolve
+      v = schema ? this.ajv.compile({ ...schema, components: this.doc.components }) : null;
       this.cache.set(key, v);
     }
     return v;

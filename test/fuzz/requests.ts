@@ -130,7 +130,7 @@ function draftOf(route: Route, s: SampleRequest): Draft {
 
 function resolve(s: JsonSchema | undefined, defs: Record<string, JsonSchema>): JsonSchema | undefined {
   let cur = s;
-  for (let i = 0; cur?.$ref && i < 10; i++) cur = defs[cur.$ref.replace("#/$defs/", "")];
+  for (let i = 0; cur?.$ref && i < 10; i++) cur = defs[cur.$ref.replace("#/components/schemas/", "")];
   return cur;
 }
 
@@ -398,7 +398,7 @@ export function routeFuzz(
   const queryParams: Parameter[] = doc.parameters(route, "query");
   const pathParams: Parameter[] = doc.parameters(route, "path");
   const bodySchema = doc.requestBody(route);
-  const defs = (bodySchema?.$defs ?? {}) as Record<string, JsonSchema>;
+  const defs = doc.schemas;
   const limit = route.bodyLimit ?? 1024 * 1024;
 
   const mutations: { weight: number; arbitrary: fc.Arbitrary<Mutation> }[] = [];

@@ -30,3 +30,15 @@ export const routes: readonly Route[] = [
   ...alertRoutes,
   ...webhookRoutes,
 ];
+
+/** The document's tags, one per resource file, each with what a reader finds under it. */
+export const tags: Record<string, string> = {
+  Health: "Liveness and readiness probes for load balancers and orchestrators; no key needed.",
+  Connections: "The platforms Vigil watches: n8n instances, Make accounts and AI gateways.",
+  Usage: "AI token usage and cost: record entries, read totals, and gateway heartbeats.",
+  Budgets: "Spending limits per connection or account, with warnings at 50, 80 and 100 %.",
+  Read: "The stored series: availability samples and summaries, executions, analytics.",
+  Incidents: "Incidents and anomalies, their timelines, and acknowledgement.",
+  Alerts: "The alert history: every notification sent, by kind and outcome.",
+  Webhooks: "Signed JSON webhooks that receive every alert.",
+};
