@@ -10,7 +10,7 @@ const TRANSPORT_FREE =
   "the HTTP layer (src/http) maps them. See docs/ARCHITECTURE.md.";
 
 export default tseslint.config(
-  { ignores: ["dist/", "node_modules/", ".questdb/", "data/", "coverage/", ".tap/"] },
+  { ignores: ["dist/", "node_modules/", ".questdb/", "data/", "coverage/", ".tap/", ".tmp/", ".node/"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   // the dashboard's own scripts run in the browser (plain JavaScript, no build step)
