@@ -1,5 +1,5 @@
 # Vigil service image (used by docker-compose.yml).
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci
@@ -8,7 +8,7 @@ COPY src ./src
 COPY bench ./bench
 RUN npm run build && npm prune --omit=dev
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 VIGIL_DATA_DIR=/data
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
