@@ -501,7 +501,8 @@ t.test(`OAuth forms, fuzzed (seed ${FUZZ_SEED}, ${FUZZ_RUNS} runs a form)`, asyn
           remoteAddress: "10.1.1.1",
           why: [...f.why, signedIn ? "signed in" : "signed out"],
         },
-        { statuses: [200, 302, 400], redirects: [REDIRECT] },
+        // a URL over 8 KiB is a 414 before any route reads it (src/http/edge.ts)
+        { statuses: [200, 302, 400, 414], redirects: [REDIRECT] },
       );
     },
   );
@@ -559,7 +560,7 @@ t.test(`OAuth forms, fuzzed (seed ${FUZZ_SEED}, ${FUZZ_RUNS} runs a form)`, asyn
           remoteAddress: "10.1.1.3",
           why: [`return_to ${JSON.stringify(returnTo).slice(0, 60)}`],
         },
-        { statuses: [200, 400] },
+        { statuses: [200, 400, 414] },
       ),
   );
   const signinPage = new Browser(app);

@@ -29,6 +29,12 @@ t.test("embedded default: serves, guards its folder, shuts down cleanly on SIGTE
   t.equal(exit.code, 0, "exit 0 after SIGTERM");
   t.match(server.output(), /shutdown complete/);
   t.notOk(fs.existsSync(path.join(dir, "vigil.lock")), "folder lock released");
+  // the whole life of the process on this Node (CI runs the suite on Node 24 and 22)
+  t.notMatch(
+    server.output(),
+    /DeprecationWarning|ExperimentalWarning|\(node:\d+\)/,
+    `no warning from Node ${process.version}`,
+  );
 });
 
 t.test("unreachable Postgres: keeps retrying, /readyz 503, SIGTERM still exits promptly", async (t) => {
