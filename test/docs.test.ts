@@ -18,13 +18,27 @@ t.test("docker-compose.yml runs the QuestDB version pinned in scripts/questdb.sh
   );
 });
 
-t.test(".env.example and the README list every configuration variable", async (t) => {
+t.test(".env.example and docs/configuration.md list every configuration variable", async (t) => {
   const example = read(".env.example");
-  const readme = read("README.md");
+  const configuration = read("docs/configuration.md");
   for (const name of Object.keys(envSchema.shape)) {
     t.match(example, new RegExp(`^${name}=`, "m"), `.env.example has ${name}`);
-    t.match(readme, new RegExp(`\\| \`${name}\``), `README configuration table has ${name}`);
+    t.match(
+      configuration,
+      new RegExp(`^\\| \`${name}\` \\|`, "m"),
+      `docs/configuration.md's configuration table has ${name}`,
+    );
   }
+});
+
+t.test("the README links to every page in docs/", async (t) => {
+  const readme = read("README.md");
+  const pages = fs
+    .readdirSync(path.join(packageRoot, "docs"), { recursive: true, encoding: "utf8" })
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => `docs/${f.split(path.sep).join("/")}`);
+  t.ok(pages.length > 0, "docs/ has pages");
+  for (const page of pages) t.ok(readme.includes(`](${page})`), `the README links to ${page}`);
 });
 
 t.test("every way of starting the server passes the same V8 flags (src/lib/node-flags.ts)", async (t) => {
@@ -44,5 +58,5 @@ t.test("every way of starting the server passes the same V8 flags (src/lib/node-
     `#!/usr/bin/env -S node ${flags}`,
     "the vigil command's first line",
   );
-  t.ok(read("README.md").includes(`node ${flags}`), "the README says so");
+  t.ok(read("docs/configuration.md").includes(`node ${flags}`), "docs/configuration.md says so");
 });
