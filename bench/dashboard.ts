@@ -291,7 +291,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
         `${kb(rawBytes)} as rendered, ${kb(sentBytes)} sent gzip-compressed (target < 300 KB: ${rawBytes < 300 * 1024 ? "met" : "NOT met"}); gzip of the same bytes here: ${kb(gzipSync(first.rawPayload).length)}`,
     );
     console.log(
-      `\nREADME row:\n| dashboard | \`npm run bench -- dashboard\` | \`GET /connections\` of a ${fmt(nConn)}-connection account (${rows} rows, ${fmt(cells)} uptime cells; ${days} days of daily rollups + today's raw samples, ${values.store}): p50 ${fmt(list.p50, 1)} ms, p99 ${fmt(list.p99, 1)} ms server time; ${kb(rawBytes)} (${kb(sentBytes)} gzip) | REST \`GET /v1/connections?limit=50\`: p50 ${fmt(rest.p50, 1)} ms; the page's core calls without rendering: p50 ${fmt(core.p50, 1)} ms | ${fmt(list.p50 / rest.p50, 2)} / ${fmt(list.p50 / core.p50, 2)} | < 300 ms, < 300 KB (${list.p99 < 300 && rawBytes < 300 * 1024 ? "met" : "**not met**"}) |`,
+      `\ndocs/benchmarks.md row:\n| dashboard | \`npm run bench -- dashboard\` | \`GET /connections\` of a ${fmt(nConn)}-connection account (${rows} rows, ${fmt(cells)} uptime cells; ${days} days of daily rollups + today's raw samples, ${values.store}): p50 ${fmt(list.p50, 1)} ms, p99 ${fmt(list.p99, 1)} ms server time; ${kb(rawBytes)} (${kb(sentBytes)} gzip) | REST \`GET /v1/connections?limit=50\`: p50 ${fmt(rest.p50, 1)} ms; the page's core calls without rendering: p50 ${fmt(core.p50, 1)} ms | ${fmt(list.p50 / rest.p50, 2)} / ${fmt(list.p50 / core.p50, 2)} | < 300 ms, < 300 KB (${list.p99 < 300 && rawBytes < 300 * 1024 ? "met" : "**not met**"}) |`,
     );
   } finally {
     if (app) await app.close().catch(() => {});

@@ -87,7 +87,7 @@ interface Sample {
  * detector run with at most 4 aggregates in flight (none waits in the pool's queue), timing
  * QuestDB, PostgreSQL and the rest, its answers recorded; and `--runs` detector runs answered from
  * those recordings (Vigil's own work: PostgreSQL, judging, incidents). `--cpu-prof DIR` adds a CPU
- * profile of one such run and its heaviest functions. Prints a row for the README's table.
+ * profile of one such run and its heaviest functions. Prints a row for the table of docs/benchmarks.md.
  */
 export async function run(config: Config, args: string[]): Promise<void> {
   const { values } = parseArgs({
@@ -474,7 +474,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
       ` | the same ${statements.length} baseline statements straight to QuestDB: p50 ${fmt(dW.p50)} ms ` +
       `| ${allOk ? fmt(ratio, 2) : "n/a"} | ≤ ${TARGET_RATIO} (${ratioMet ? "met" : "**not met**"}), ` +
       `< 60 s (${wallMet ? "met" : "**not met**"}) |`;
-    console.log(`\nREADME row:\n${readmeRow}`);
+    console.log(`\ndocs/benchmarks.md row:\n${readmeRow}`);
   } finally {
     for (const c of cleanups) await c().catch(say2);
     qdb.stop();

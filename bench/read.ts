@@ -58,7 +58,7 @@ async function time(n: number, fn: () => Promise<unknown>): Promise<Timing> {
  * them. Issue #17's big account is `--connections 10000 --days 7` (100.8 M samples).
  * `--interval-minutes N` seeds a sample every N minutes instead; `--reuse` keeps the QuestDB
  * tables after the run and reuses them in the next while they are as many rows ending less than
- * 6 hours ago (the seed of 100 M rows takes minutes; a figure for the README seeds afresh).
+ * 6 hours ago (the seed of 100 M rows takes minutes; a figure for docs/benchmarks.md seeds afresh).
  *
  * For each read it prints p50/p99 of the API (HTTP on loopback, with key, rate limit, visibility
  * and JSON) and of the very statements the API sent, replayed straight to QuestDB over pg-wire in

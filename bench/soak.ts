@@ -1336,7 +1336,7 @@ function summary(s: {
   console.log(`errors: ${errors}${errors ? " (target 0: NOT met)" : " (target 0: met)"}`);
   if (s.cutShortBy) console.log(`RUN CUT SHORT, figures cover the minutes before it: ${s.cutShortBy}`);
 
-  // a row for the README's benchmark table
+  // a row for the benchmark table of docs/benchmarks.md
   const rssText = vigil
     .map((n) => {
       const warm = warmRow?.procs.find((p) => p.name === n)?.rssMb ?? Number.NaN;

@@ -7,7 +7,7 @@
  *   npx openapi-typescript http://localhost:8080/v1/openapi.json -o vigil-api.d.ts
  *
  * then copy this file beside vigil-api.d.ts and call `tour(baseUrl, apiKey)` with an API key that
- * holds connections:read, connections:write, usage:read and usage:write (README: API keys).
+ * holds connections:read, connections:write, usage:read and usage:write (docs/api.md: API keys, visibility and rate limits).
  * test/api/clients.test.ts runs exactly this file against a running Vigil.
  */
 import createClient from "openapi-fetch";

@@ -87,7 +87,7 @@ shared.worker.sleep.threshold=1000
 # The WAL apply worker sleeps $APPLY_SLEEP_MS ms once idle: commits that arrive meanwhile are
 # applied together, squashed into one out-of-order merge instead of one each. Heartbeat ingest at
 # 100 gateways: QuestDB 96 -> 37 us CPU per heartbeat, 1.5x the throughput (bench/ingest.ts,
-# README "Fleet scale"). The price: a committed row becomes visible to reads up to that much later.
+# docs/benchmarks.md "Fleet scale"). The price: a committed row becomes visible to reads up to that much later.
 wal.apply.worker.yield.threshold=10
 wal.apply.worker.nap.threshold=1
 wal.apply.worker.sleep.threshold=2

@@ -151,11 +151,11 @@ export interface Config {
   ingest: { maxBacklogRows: number };
   /**
    * Noise control: at most one failure e-mail per connection every `failureMailIntervalSeconds`
-   * (0: no limit); one decided sooner waits for the interval's end (README: Incidents).
+   * (0: no limit); one decided sooner waits for the interval's end (docs/operations.md: Incidents: lifecycle and timeline).
    */
   alerts: { failureMailIntervalSeconds: number };
   /**
-   * The anomaly detector (README: Anomaly detection): how often it runs, how many consecutive
+   * The anomaly detector (docs/operations.md: Anomaly detection): how often it runs, how many consecutive
    * hourly windows open or resolve an anomaly, the robust score past which a window is outside
    * the band, and how many of the 7 baseline hours need data.
    */

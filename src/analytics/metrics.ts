@@ -249,7 +249,7 @@ export function bucketStart(d: Date, bucket: "day" | "week" | "month"): Date {
 }
 
 /**
- * Availability per connection and bucket from the rollups (README: Retention): days from the daily
+ * Availability per connection and bucket from the rollups (docs/operations.md: Retention and rollups): days from the daily
  * rollup and raw samples, summed into weeks and months; months older than the daily rollup keeps
  * from the monthly rollup.
  */

@@ -27,7 +27,7 @@ import {
 import pLimit from "p-limit";
 
 /**
- * The anomaly detector (README: Anomaly detection), one run at `ctx.now()`.
+ * The anomaly detector (docs/operations.md: Anomaly detection), one run at `ctx.now()`.
  *
  * The window is the last UTC calendar hour that ended at least `SETTLE_MS` ago; it is compared
  * with the same hour of day on each of the previous 7 days (hour-of-day seasonality: a nightly

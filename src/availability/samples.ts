@@ -116,7 +116,7 @@ const MAX_HEARTBEAT_SAMPLE_AGE_MS = DAY_MS;
 /**
  * The sample of one heartbeat at `ts` (its period's end, or its arrival), or none: a heartbeat
  * for a period that ended over a day ago still counts its tokens, but adds no availability
- * sample, since days before yesterday are already rolled up and final (README: Retention).
+ * sample, since days before yesterday are already rolled up and final (docs/operations.md: Retention and rollups).
  */
 export function heartbeatSample(h: {
   connectionId: string;

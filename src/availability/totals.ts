@@ -17,7 +17,7 @@ import type { Filter } from "../stores/series/types.js";
 
 /**
  * Availability totals read from the rollups where they can be trusted and from raw samples
- * elsewhere (README: Retention and rollups). The rollups themselves are written by the
+ * elsewhere (docs/operations.md: Retention and rollups). The rollups themselves are written by the
  * retention job (retention/rollups.ts); the summary and the analytics read through here.
  */
 

@@ -60,7 +60,7 @@ export async function updateConnection(
     const target = targetOrg;
     if (target !== current.organization_id) {
       // taking a connection out of an organization removes it from every member's view, as a
-      // delete does: the same rule, admin or owner there (README: Connections API, Roles)
+      // delete does: the same rule, admin or owner there (docs/api.md: Connections API, Roles)
       if (current.organization_id) {
         const role = await roleIn(db, p.userId, current.organization_id);
         if (role !== "admin" && role !== "owner")

@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /**
- * The documented bounds of every number Vigil accepts from outside (README: Input rules). Each
+ * The documented bounds of every number Vigil accepts from outside (docs/api.md: Input rules). Each
  * is far above any real value, and low enough that totals over any number of rows a store can
  * hold stay exact (tokens: a QuestDB `long` sum of a billion rows at the bound still fits in 2^63)
  * and finite (money, amounts: doubles).

@@ -5,7 +5,7 @@ import secureJson from "secure-json-parse";
 import { ApiError, badRequest, renderError } from "./errors.js";
 
 /**
- * The input rules every request meets before any route sees it, in one place (README:
+ * The input rules every request meets before any route sees it, in one place (docs/api.md:
  * Input rules), for REST, the MCP endpoint, OAuth and the sign-in pages alike:
  *
  * - JSON bodies nest at most `MAX_JSON_DEPTH` levels, checked by a scan of the raw text before

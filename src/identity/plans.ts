@@ -2,7 +2,7 @@ export const PLANS = ["free", "pro", "scale", "enterprise"] as const;
 export type Plan = (typeof PLANS)[number];
 
 /**
- * Requests per hour for REST API keys, per account (see README: Rate limits). Free and pro are
+ * Requests per hour for REST API keys, per account (see docs/api.md: API keys, visibility and rate limits). Free and pro are
  * the spec's figures; scale is our choice; enterprise is a default that an account's
  * `rate_limit_per_hour` overrides.
  */
@@ -22,7 +22,7 @@ export const INGEST_RATE_LIMIT_PER_HOUR: Record<Plan, number> = {
 };
 
 /**
- * Days of raw availability samples kept, per plan (README: Retention). Free, pro and scale are
+ * Days of raw availability samples kept, per plan (docs/operations.md: Retention and rollups). Free, pro and scale are
  * the product's figures; enterprise is our choice and also the QuestDB table's TTL, the longest
  * any sample is kept.
  */

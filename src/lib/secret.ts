@@ -32,7 +32,9 @@ export function resolveSecrets(config: Config, warn: (msg: string) => void = () 
       // another process wrote it first: use theirs
       secret = fs.readFileSync(file, "utf8").trim();
     }
-    warn(`VIGIL_SECRET is not set: generated one into ${file}. Set VIGIL_SECRET in production (see README).`);
+    warn(
+      `VIGIL_SECRET is not set: generated one into ${file}. Set VIGIL_SECRET in production (see docs/configuration.md).`,
+    );
   }
   return { current: secret, previous: config.previousSecrets, generated: true };
 }

@@ -17,7 +17,7 @@ import {
 
 /**
  * `workflow_a`: a self-hosted n8n instance through its public API (`/api/v1`, header
- * `X-N8N-API-KEY`). What this adapter relies on was observed on a real n8n 1.123 (README:
+ * `X-N8N-API-KEY`). What this adapter relies on was observed on a real n8n 1.123 (docs/operations.md:
  * "Platforms as they really behave"):
  *
  * - `GET /api/v1/executions` lists runs newest id first, `limit` at most 250, keyset pages through

@@ -14,7 +14,7 @@ const DAY_MS = 86_400_000;
 
 /**
  * Removes what retention no longer keeps: raw availability samples past each connection's plan
- * (README: Retention), daily rollups past 425 days, monthly ones past 6 years, and the partial
+ * (docs/operations.md: Retention and rollups), daily rollups past 425 days, monthly ones past 6 years, and the partial
  * rows of the day in progress past two days (reads use only the newest run's). Resolves with the
  * rows removed per table.
  */

@@ -2,7 +2,7 @@ import { type SimServer, type SimState, startSimServer } from "./server.js";
 
 /**
  * A self-hosted n8n instance (`workflow_a`), reproducing its public API as observed on a real
- * n8n 1.123 (ARCHITECTURE.md, "Platform protocols"; README, "Platforms as they really behave"):
+ * n8n 1.123 (ARCHITECTURE.md, "Platform protocols"; docs/operations.md, "Platforms as they really behave"):
  *
  * - `GET /healthz` `{"status":"ok"}`; `GET /healthz/readiness` 200 once the API is mounted, 503
  *   before (control `ready: false` holds a "just restarted" instance there).

@@ -12,7 +12,7 @@ import { seedTenants } from "../helpers/tenants.js";
  * The tools people point at an OpenAPI document, run on the one the server really serves (over
  * HTTP, as a caller fetches it): swagger-parser's validation, Redocly CLI's lint under the
  * rules of redocly.yaml (recommended), and openapi-typescript, whose types then drive the
- * README's typed client (examples/typed-client.ts) through `tsc` and against the running server.
+ * typed client of docs/api.md (examples/typed-client.ts) through `tsc` and against the running server.
  */
 
 const ROOT = resolve(import.meta.dirname, "../..");

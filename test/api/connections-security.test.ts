@@ -119,7 +119,7 @@ t.test("connections security matrix", async (t) => {
   t.equal(missing.statusCode, 401);
   t.same(missing.json().error.code, "INVALID_API_KEY");
 
-  // a plain member may add an organization's connections but not delete them (README: Roles)
+  // a plain member may add an organization's connections but not delete them (docs/api.md: Connections API, Roles)
   {
     const made = await call(app, w.keys.davePersonal, "POST", "/v1/connections", createIn(orgA));
     const id = made.json().connection.id;

@@ -5,7 +5,7 @@ import { testApp } from "../helpers/app.js";
 import { call, seedTenants } from "../helpers/tenants.js";
 
 /**
- * The input rules every request meets before a route sees it (src/http/edge.ts, README: Input
+ * The input rules every request meets before a route sees it (src/http/edge.ts, docs/api.md: Input
  * rules), and the consistency rules of the HTTP surface: text the stores cannot hold, depth,
  * prototype keys, "is required", repeated parameters, id case, number bounds, 405 with Allow,
  * CORS and compression.

@@ -160,7 +160,7 @@ const SPEC_PERMISSIONS: Record<string, string> = {
   "POST /v1/usage": "usage:write",
   "GET /v1/usage": "usage:read",
   "PUT /v1/usage": "usage:read",
-  // budgets (issue #14, README: Budgets): set like a connection, read like usage
+  // budgets (issue #14, docs/api.md: Budgets): set like a connection, read like usage
   "PUT /v1/connections/:id/budget": "connections:write",
   "GET /v1/connections/:id/budget": "usage:read",
   "PUT /v1/budget": "connections:write",
@@ -170,7 +170,7 @@ const SPEC_PERMISSIONS: Record<string, string> = {
   "GET /v1/availability": "analytics:read",
   "GET /v1/availability/summary": "analytics:read",
   "GET /v1/incidents": "analytics:read",
-  // incident lifecycle and alert history (issue #14, README: Incidents, Alerts): acknowledging
+  // incident lifecycle and alert history (issue #14, docs/operations.md: Incidents; docs/api.md: Alerts): acknowledging
   // changes monitoring state, so it needs connections:write (analytics:read is read-only)
   "GET /v1/incidents/:id": "analytics:read",
   "POST /v1/incidents/:id/acknowledge": "connections:write",
@@ -182,7 +182,7 @@ const SPEC_PERMISSIONS: Record<string, string> = {
   "GET /v1/webhooks": "connections:read",
   "DELETE /v1/webhooks/:id": "connections:write",
   "POST /v1/gateway/ingest": "usage-ingestion",
-  // not in the spec's tables: liveness and readiness probes for load balancers (README: Health)
+  // not in the spec's tables: liveness and readiness probes for load balancers (docs/api.md: Health endpoints)
   "GET /healthz": "public",
   "GET /readyz": "public",
 };

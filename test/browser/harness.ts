@@ -21,7 +21,7 @@ import { spawnVigil, type Running } from "../helpers/process.js";
  *   on any Content-Security-Policy violation or script error.
  * - `axe(t, page, label)`: runs axe-core in the page (WCAG 2.1 A/AA rules) and fails on any
  *   violation, naming the rule and the elements.
- * - `shot(page, name)`: a screenshot into docs/screenshots/NAME.png for the README (the same
+ * - `shot(page, name)`: a screenshot into docs/screenshots/NAME.png for docs/dashboard.md (the same
  *   tests make them, so they stay current).
  */
 

@@ -173,9 +173,9 @@ export function expectRest(
     if (extra === "delete-connection" && isOrg(scope) && !manages(roleIn(c.user, scope)))
       return { status: 403, rule: "deleting an org's connection needs admin/owner" };
     if (extra === "move-to-orgB") {
-      // moving follows the create rules (README: Connections API); moving to where it is is no move
+      // moving follows the create rules (docs/api.md: Connections API); moving to where it is is no move
       if (scope === "orgB") return { status: route.status, rule: "already in org B: no move" };
-      // taking a connection out of an organization is held to the delete rule (README: Roles)
+      // taking a connection out of an organization is held to the delete rule (docs/api.md: Connections API, Roles)
       if (isOrg(scope) && !manages(roleIn(c.user, scope)))
         return { status: 403, rule: "leaving an org = deleting from it: admin/owner" };
       if (c.kind === "organization" ? c.org !== "orgB" : !roleIn(c.user, "orgB"))
@@ -187,7 +187,10 @@ export function expectRest(
       // taking a connection out of an organization removes it from the organization as a
       // delete does: held to the delete rule (src/connections/remove.ts)
       if (!manages(roleIn(c.user, scope)))
-        return { status: 403, rule: "leaving an org = deleting from it: admin/owner (README: Roles)" };
+        return {
+          status: 403,
+          rule: "leaving an org = deleting from it: admin/owner (docs/api.md: Connections API, Roles)",
+        };
     }
     return { status: route.status, rule: "visible" };
   }

@@ -4,7 +4,7 @@ import { startWorkflowA } from "../../src/sim/workflow-a.js";
  * What the workflow_a contract suite needs from a platform: make runs of each kind happen and
  * let them end. Two drivers: `vigil sim workflow_a` (its control API), and a real n8n reached at
  * N8N_URL with the public API key N8N_API_KEY, where runs are made by webhooks of workflows the
- * driver creates and activates through the public API (README: "Against a real n8n").
+ * driver creates and activates through the public API (docs/operations.md: "Against a real n8n").
  */
 export interface N8nDriver {
   readonly name: string;

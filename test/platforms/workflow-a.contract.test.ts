@@ -10,7 +10,7 @@ import { platformDriver } from "./n8n-driver.js";
 
 /**
  * The workflow_a adapter contract: one suite, run against `vigil sim workflow_a` in CI and
- * against a real n8n with `N8N_URL=… N8N_API_KEY=… npm run test:platforms` (README: "Against a
+ * against a real n8n with `N8N_URL=… N8N_API_KEY=… npm run test:platforms` (docs/operations.md: "Against a
  * real n8n"). Assertions compare what Vigil stored with what the platform itself answers by id.
  */
 

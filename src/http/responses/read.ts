@@ -36,7 +36,7 @@ export const execution = z.object({
   status: z
     .string()
     .describe(
-      `one of ${EXECUTION_STATUSES.join(", ")}; a platform status Vigil cannot map is stored as sent (README: Execution statuses)`,
+      `one of ${EXECUTION_STATUSES.join(", ")}; a platform status Vigil cannot map is stored as sent (docs/operations.md: Platforms as they really behave)`,
     ),
   mode: z.string().nullable(),
   started_at: timestamp,

@@ -10,7 +10,7 @@ import { accountBudget, connectionBudget } from "../responses/budgets.js";
 import { defineRoute } from "../route.js";
 
 /**
- * Monthly spend budgets (README: Budgets). Under /v1/connections/{id}/ the errors are the
+ * Monthly spend budgets (docs/api.md: Budgets). Under /v1/connections/{id}/ the errors are the
  * connection endpoints' `{error}`; the account's budget answers the envelope.
  */
 const tag = "Budgets";

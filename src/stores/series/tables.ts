@@ -138,7 +138,7 @@ const rollupColumns = {
 
 /**
  * Availability per connection and UTC day, rolled up from the raw samples by the rollup job and
- * kept long after the raw samples expire (see README: Retention). `ts` is the day's start.
+ * kept long after the raw samples expire (see docs/operations.md: Retention and rollups). `ts` is the day's start.
  */
 export const availabilityDaily = table("availability_daily", rollupColumns, ["connection_id"]);
 
