@@ -17,12 +17,15 @@ import {
   type BudgetScope,
   deleteBudget,
   lockBudget,
+  reconcileRunning,
   selectAccountConnections,
   selectAccountName,
   selectBudget,
   selectConnectionRef,
+  selectRunning,
   upsertBudget,
 } from "./repository.js";
+import { budgetChanges } from "./coverage.js";
 import { toCents } from "./schema.js";
 import { spendByConnection, totalCents } from "./spend.js";
 
@@ -136,6 +139,7 @@ async function putBudget(
   const db = ctx.stores.db;
   const at = ctx.now();
   const month = monthOf(at);
+  const seen = (await selectRunning(db, s.scope, s.targetId, month.label)) ?? 0;
   const spend = await subjectSpend(ctx, reader, s, month, at);
   await db.transaction(async (tx) => {
     if (cents === null) {
@@ -151,6 +155,16 @@ async function putBudget(
     const row = await lockBudget(tx, s.scope, s.targetId);
     if (row) await applyBudget(ctx, tx, s, row, spend.byConnection, spend.cents, month, at);
   });
+  budgetChanges(ctx).count++;
+  if (cents !== null)
+    await reconcileRunning(db, {
+      scope: s.scope,
+      targetId: s.targetId,
+      month: month.label,
+      cents: spend.cents,
+      seen,
+      at,
+    });
   return budgetFigures(cents, spend.cents, month, at);
 }
 

@@ -231,3 +231,102 @@ export async function unresolvedBudgetIncident(
   );
   return r.rows[0] ?? null;
 }
+
+// --- the running month totals of budgets/watch.ts (sql/postgres/022_budget_running.sql) ---
+
+/** A budget with one connection whose spend counts toward it (one row per connection). */
+export interface BudgetCoverage extends Record<string, unknown> {
+  scope: BudgetScope;
+  target_id: string;
+  monthly_budget_cents: number;
+  connection_id: string;
+}
+
+/** Every budget with the connections it counts: a connection budget its own, an account's all of its. */
+export async function selectBudgetCoverage(db: Queryable): Promise<BudgetCoverage[]> {
+  const r = await db.query<BudgetCoverage>(
+    `SELECT b.scope, b.target_id, b.monthly_budget_cents, c.id AS connection_id
+       FROM budgets b JOIN connections c ON
+            (b.scope = 'connection' AND c.id = b.target_id)
+         OR (b.scope = 'user' AND c.organization_id IS NULL AND c.user_id = b.target_id)
+         OR (b.scope = 'organization' AND c.organization_id = b.target_id)`,
+  );
+  return r.rows.map((row) => ({ ...row, monthly_budget_cents: Number(row.monthly_budget_cents) }));
+}
+
+export interface RunningTotal extends Record<string, unknown> {
+  scope: BudgetScope;
+  target_id: string;
+  cents: number;
+  reconciled_at: Date | null;
+}
+
+/** Adds each budget's cents to its running total of `month` (made when missing); answers the totals. */
+export async function addRunning(
+  db: Queryable,
+  month: string,
+  deltas: readonly { scope: BudgetScope; targetId: string; cents: number }[],
+): Promise<RunningTotal[]> {
+  if (deltas.length === 0) return [];
+  const r = await db.query<RunningTotal>(
+    `INSERT INTO budget_running AS r (scope, target_id, month, cents)
+     SELECT d.scope, d.target_id, $1, d.cents FROM unnest($2::text[], $3::text[], $4::float8[]) AS d (scope, target_id, cents)
+     ON CONFLICT (scope, target_id, month) DO UPDATE SET cents = r.cents + EXCLUDED.cents
+     RETURNING r.scope, r.target_id, r.cents, r.reconciled_at`,
+    [month, deltas.map((d) => d.scope), deltas.map((d) => d.targetId), deltas.map((d) => d.cents)],
+  );
+  return r.rows.map((row) => ({ ...row, cents: Number(row.cents) }));
+}
+
+/** The running total of a budget's month, as last written; undefined when none is kept. */
+export async function selectRunning(
+  db: Queryable,
+  scope: BudgetScope,
+  targetId: string,
+  month: string,
+): Promise<number | undefined> {
+  const r = await db.query<{ cents: number }>(
+    "SELECT cents FROM budget_running WHERE scope = $1 AND target_id = $2 AND month = $3",
+    [scope, targetId, month],
+  );
+  const row = r.rows[0];
+  return row ? Number(row.cents) : undefined;
+}
+
+/**
+ * Sets a running total to the series store's figure, keeping what processes added since `seen`
+ * was read (the store may count some of that too: the total errs high, which costs at most an
+ * evaluation that finds nothing new).
+ */
+export async function reconcileRunning(
+  db: Queryable,
+  r: { scope: BudgetScope; targetId: string; month: string; cents: number; seen: number; at: Date },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO budget_running AS r (scope, target_id, month, cents, reconciled_at)
+     VALUES ($1, $2, $3, $4, $6)
+     ON CONFLICT (scope, target_id, month) DO UPDATE
+       SET cents = $4 + GREATEST(r.cents - $5, 0), reconciled_at = $6`,
+    [r.scope, r.targetId, r.month, r.cents, r.seen, r.at.toISOString()],
+  );
+}
+
+/** The warning levels recorded for a budget's month (by any process). */
+export async function selectWarningLevels(
+  db: Queryable,
+  scope: BudgetScope,
+  targetId: string,
+  month: string,
+): Promise<WarningLevel[]> {
+  const r = await db.query<{ level: WarningLevel }>(
+    "SELECT level FROM budget_warnings WHERE scope = $1 AND target_id = $2 AND month = $3",
+    [scope, targetId, month],
+  );
+  return r.rows.map((row) => row.level);
+}
+
+/** Forgets running totals of months before `month`. */
+export async function deleteRunningBefore(db: Queryable, month: string): Promise<number> {
+  const r = await db.query("DELETE FROM budget_running WHERE month < $1", [month]);
+  return r.rowCount;
+}

@@ -1,5 +1,6 @@
 import { hash } from "node:crypto";
 import { invalidInput } from "../core/errors.js";
+import { budgetWatch } from "../budgets/watch.js";
 import type { AppContext } from "../core/context.js";
 import type { IngestionKeyActor } from "../core/actor.js";
 import { gatewayHeartbeats, gatewayModelUsage, type RowOf } from "../stores/series/tables.js";
@@ -127,6 +128,8 @@ export async function ingestHeartbeat(ctx: AppContext, p: IngestionKeyActor, bod
     pidAlive,
   });
   const samples = sample ? [sample] : [];
+  // The period's own estimate when given, else the sum of the per-model costs.
+  const spentUsd = period?.estimatedCostUsd ?? models.reduce((s, m) => s + m.cost_usd, 0);
   await ctx.stores.series.write([
     {
       table: gatewayHeartbeats,
@@ -148,8 +151,7 @@ export async function ingestHeartbeat(ctx: AppContext, p: IngestionKeyActor, bod
           cache_read_tokens: period?.cacheReadTokens ?? 0,
           cache_write_tokens: period?.cacheWriteTokens ?? 0,
           request_count: period?.requestCount ?? 0,
-          // The period's own estimate when given, else the sum of the per-model costs.
-          cost_usd: period?.estimatedCostUsd ?? models.reduce((s, m) => s + m.cost_usd, 0),
+          cost_usd: spentUsd,
           received_at: received,
         },
       ],
@@ -158,6 +160,8 @@ export async function ingestHeartbeat(ctx: AppContext, p: IngestionKeyActor, bod
     // one group commit with the heartbeat: the sample is never stored without it
     samplesWrite(samples),
   ]);
+  // spend a budget counts is noticed now, not at the budget job's next run (budgets/watch.ts)
+  if (spentUsd > 0) budgetWatch(ctx).spent(connectionId, spentUsd * 100, ts);
   const marking = samplesCommitted(ctx, samples);
   if (marking) await marking;
   const healthy = body.gateway.status === "healthy";

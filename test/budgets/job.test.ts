@@ -102,8 +102,12 @@ for (const [relational, series] of BACKENDS) {
     const account = await call(app, alice, "PUT", "/v1/budget", { monthly_budget_usd: 150 });
     t.match(account.json(), { account_type: "user", spent_usd: 200, percent_used: 133.33 });
     await expectMails(
-      ["[Vigil] account alice@a.example is over its monthly budget"],
-      "the account's 100% warning, on its own (the incident was open)",
+      [
+        "[Vigil] account alice@a.example has used 50% of its monthly budget",
+        "[Vigil] account alice@a.example has used 80% of its monthly budget",
+        "[Vigil] account alice@a.example is over its monthly budget",
+      ],
+      "set below the spend: an alert for each threshold, the 100% one on its own (the incident was open)",
     );
     t.equal((await bw.mails(PA)).at(-1)?.incident_id, second?.id);
     t.equal((await bw.incidents(PA)).length, 2, "no second incident");
@@ -206,10 +210,12 @@ for (const [relational, series] of BACKENDS) {
     t.same(
       (await bw.mails(OB2)).map((m) => m.subject),
       [
+        "[Vigil] organization Org B has used 80% of its monthly budget",
+        "[Vigil] organization Org B has used 80% of its monthly budget",
         "[Vigil] organization Org B is over its monthly budget",
         "[Vigil] organization Org B is over its monthly budget",
       ],
-      "80% and 100% crossed at once: one e-mail (the highest) to each recipient",
+      "80% and 100% crossed at once: an alert for each threshold, to each recipient",
     );
 
     bw.setNow("2026-11-28T00:03:00Z");
