@@ -1,7 +1,7 @@
 import { systemActor } from "../core/actor.js";
 import type { AppContext } from "../core/context.js";
 import { applyBudget, type Evaluation, releaseHolder } from "./evaluate.js";
-import { type Month, monthOf } from "./month.js";
+import { monthOf } from "./month.js";
 import {
   type BudgetRow,
   deleteRunningBefore,
@@ -16,7 +16,8 @@ import { subjectOf, subjectSpend } from "./budgets.js";
 
 /**
  * Bounds of one run. Budgets are taken least recently evaluated first, and the run stops taking
- * more once it has read `connections` connections' spend (at least one budget is evaluated per
+ * more once it has read `connections` connections' spend (a connection counted by two budgets,
+ * its own and its account's, is read for each) (at least one budget is evaluated per
  * run, however many connections its account has); what does not fit is first in line next run.
  */
 export const BUDGET_RUN_LIMITS = { budgets: 500, connections: 2_000, sweep: 200 };
@@ -32,27 +33,36 @@ export interface BudgetRun {
 }
 
 /**
- * Evaluates one budget against the store's spend of `month` up to `at`, in a transaction that
+ * Evaluates one budget against the store's spend of the current month, in a transaction that
  * holds the budget's row (so evaluations of one budget, from the job or from any process's
  * watch, take turns and each warning is decided once), then sets the budget's running total
- * (watch.ts) to that spend. Undefined when the budget's connection or account is gone; null when
- * the budget itself went meanwhile.
+ * (watch.ts) to that spend plus what processes added meanwhile. Its moment is taken after the
+ * running total is read, so nothing added in between is lost; an evaluation whose moment is older
+ * than the budget's last one changes nothing (figures read earlier never undo what newer ones
+ * decided). Undefined when the budget's connection or account is gone; null when the budget
+ * went meanwhile or a newer evaluation came first. `read` counts the connections whose spend
+ * was read (the job's bound per run).
  */
 export async function evaluateBudget(
   ctx: AppContext,
   due: Pick<BudgetRow, "scope" | "target_id">,
-  month: Month,
-  at: Date,
-  cache?: Map<string, number>,
+  read?: { connections: number },
 ): Promise<Evaluation | null | undefined> {
   const db = ctx.stores.db;
   const s = await subjectOf(ctx, due);
   if (!s) return undefined;
-  const seen = (await selectRunning(db, due.scope, due.target_id, month.label)) ?? 0;
-  const spend = await subjectSpend(ctx, systemActor("budgets"), s, month, at, cache);
+  // rows acknowledged to a writer are counted (QuestDB applies its write-ahead log shortly after)
+  await ctx.stores.series.waitVisible();
+  const seenMonth = monthOf(ctx.now()).label;
+  const seen = (await selectRunning(db, due.scope, due.target_id, seenMonth)) ?? 0;
+  const at = ctx.now();
+  const month = monthOf(at);
+  const spend = await subjectSpend(ctx, systemActor("budgets"), s, month, at);
+  if (read) read.connections += s.connections.length;
   const e = await db.transaction(async (tx) => {
     const row = await lockBudget(tx, due.scope, due.target_id);
-    return row ? applyBudget(ctx, tx, s, row, spend.byConnection, spend.cents, month, at) : null;
+    if (!row || (row.checked_at && new Date(row.checked_at).getTime() > at.getTime())) return null;
+    return applyBudget(ctx, tx, s, row, spend.byConnection, spend.cents, month, at);
   });
   if (e !== null)
     await reconcileRunning(db, {
@@ -60,7 +70,7 @@ export async function evaluateBudget(
       targetId: due.target_id,
       month: month.label,
       cents: spend.cents,
-      seen,
+      seen: seenMonth === month.label ? seen : 0,
       at,
     });
   return e;
@@ -78,11 +88,11 @@ export async function runBudgetChecks(ctx: AppContext, limits = BUDGET_RUN_LIMIT
   const at = ctx.now();
   const month = monthOf(at);
   const run: BudgetRun = { evaluated: 0, warned: 0, opened: 0, resolved: 0 };
-  const cache = new Map<string, number>();
+  const read = { connections: 0 };
 
   for (const due of await selectDueBudgets(db, limits.budgets)) {
-    if (run.evaluated > 0 && cache.size >= limits.connections) break;
-    const e = await evaluateBudget(ctx, due, month, at, cache);
+    if (run.evaluated > 0 && read.connections >= limits.connections) break;
+    const e = await evaluateBudget(ctx, due, read);
     if (e === undefined) continue; // its connection or account went (the row goes with it)
     run.evaluated++;
     if (!e) continue;

@@ -40,7 +40,7 @@ export interface BudgetWatchOptions {
 
 export const BUDGET_WATCH_DEFAULTS: BudgetWatchOptions = {
   flushMs: 1_000,
-  reloadMs: 30_000,
+  reloadMs: 5_000,
   minEvaluationGapMs: 2_000,
 };
 
@@ -70,6 +70,8 @@ export class BudgetWatch {
   private flushTimer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> | null = null;
   private readonly evaluating = new Set<string>();
+  /** Budgets that may have crossed while their evaluation ran. */
+  private readonly again = new Set<string>();
   private closed = false;
   /** Budget changes made by this process (coverage.ts), and how many the loaded list includes. */
   private readonly changes: { count: number };
@@ -103,9 +105,17 @@ export class BudgetWatch {
     }
     if (keys) for (const k of keys) this.pending.set(k, (this.pending.get(k) ?? 0) + cents);
     else this.unsorted.set(connectionId, (this.unsorted.get(connectionId) ?? 0) + cents);
+    this.schedule();
+  }
+
+  /** A flush in `flushMs`, unless one is scheduled already. */
+  private schedule(): void {
+    if (this.closed) return;
     this.flushTimer ??= setTimeout(() => {
       this.flushTimer = null;
-      void this.flush();
+      this.flush().catch((err: unknown) =>
+        this.ctx.log.warn({ err: (err as Error).message }, "budget watch: flush failed; retrying"),
+      );
     }, this.opts.flushMs).unref();
   }
 
@@ -140,7 +150,8 @@ export class BudgetWatch {
         this.loadedAt = this.ctx.now().getTime();
         this.loadedChanges = changes;
       } catch (err) {
-        // the store is away: the job still evaluates every budget; try again on the next spend
+        // the store is away: the job still evaluates every budget; try again after reloadMs
+        this.loadedAt = this.ctx.now().getTime();
         this.ctx.log.warn({ err: (err as Error).message }, "budget watch: could not load the budgets");
       } finally {
         this.loading = null;
@@ -153,6 +164,8 @@ export class BudgetWatch {
   flush(): Promise<void> {
     this.flushing ??= this.flushOnce().finally(() => {
       this.flushing = null;
+      // spend that came (or was put back) while this flush ran gets its own
+      if (this.pending.size > 0 || this.unsorted.size > 0) this.schedule();
     });
     return this.flushing;
   }
@@ -170,7 +183,9 @@ export class BudgetWatch {
     const deltas = [...batch]
       .map(([key, cents]) => ({ key, cents, b: this.budgets.get(key) }))
       .filter((d): d is { key: string; cents: number; b: Watched } => d.b !== undefined)
-      .map(({ cents, b }) => ({ scope: b.scope, targetId: b.targetId, cents }));
+      .map(({ key, cents, b }) => ({ key, scope: b.scope, targetId: b.targetId, cents }))
+      // every process locks the running rows in the same order (no deadlock between two flushes)
+      .sort((x, y) => (x.key < y.key ? -1 : x.key > y.key ? 1 : 0));
     let totals;
     try {
       totals = await addRunning(this.ctx.stores.db, label, deltas);
@@ -190,34 +205,43 @@ export class BudgetWatch {
       const b = this.budgets.get(keyOf(t.scope, t.target_id));
       if (!b) continue;
       if (b.month !== label) {
-        b.month = label;
-        b.recorded = new Set(await selectWarningLevels(this.ctx.stores.db, b.scope, b.targetId, label));
+        try {
+          b.recorded = new Set(await selectWarningLevels(this.ctx.stores.db, b.scope, b.targetId, label));
+          b.month = label;
+        } catch {
+          b.recorded = new Set(); // unknown: evaluate, which reads them under the lock anyway
+        }
       }
       // a total never set from the store counts only what processes added since it was made
       const due =
         t.reconciled_at === null ||
         dueLevels(b.budgetCents, t.cents, month, at).some((l) => !b.recorded.has(l));
-      if (due) void this.evaluate(b, month);
+      if (due) void this.evaluate(b);
     }
   }
 
-  /** Evaluates one budget on the store's figures (at most one at a time, and not too often, per budget). */
-  private async evaluate(b: Watched, month: Month): Promise<void> {
+  /**
+   * Evaluates one budget on the store's figures: one evaluation at a time per budget, at least
+   * `minEvaluationGapMs` apart; a crossing seen while one runs gets one more after it (the one
+   * running may have read the spend before it).
+   */
+  private async evaluate(b: Watched): Promise<void> {
     const key = keyOf(b.scope, b.targetId);
-    const now = this.ctx.now().getTime();
-    if (this.evaluating.has(key) || this.closed) return;
-    const wait = b.lastEvaluation + this.opts.minEvaluationGapMs - now;
+    if (this.closed) return;
+    if (this.evaluating.has(key)) {
+      this.again.add(key);
+      return;
+    }
     this.evaluating.add(key);
     try {
+      const wait = b.lastEvaluation + this.opts.minEvaluationGapMs - this.ctx.now().getTime();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait).unref());
+      this.again.delete(key);
       b.lastEvaluation = this.ctx.now().getTime();
-      const e = await evaluateBudget(
-        this.ctx,
-        { scope: b.scope, target_id: b.targetId },
-        month,
-        this.ctx.now(),
-      );
-      b.recorded = new Set(await selectWarningLevels(this.ctx.stores.db, b.scope, b.targetId, month.label));
+      const e = await evaluateBudget(this.ctx, { scope: b.scope, target_id: b.targetId });
+      const month = monthOf(this.ctx.now()).label;
+      b.recorded = new Set(await selectWarningLevels(this.ctx.stores.db, b.scope, b.targetId, month));
+      b.month = month;
       if (e && (e.warned.length || e.opened))
         this.ctx.log.info(
           { job: "budget-watch", scope: b.scope, warned: e.warned, opened: !!e.opened },
@@ -230,6 +254,7 @@ export class BudgetWatch {
       );
     } finally {
       this.evaluating.delete(key);
+      if (this.again.delete(key)) void this.evaluate(b);
     }
   }
 

@@ -51,7 +51,10 @@ export class Components {
     const { $defs = {}, ...root } = jsonSchema(s, io) as JsonSchema & { $defs?: Record<string, JsonSchema> };
     const names = new Map(Object.entries($defs).map(([def, body]) => [def, this.nameFor(def, body, io)]));
     const to = (ref: string) => {
-      if (!ref.startsWith(LOCAL)) return ref;
+      if (!ref.startsWith(LOCAL))
+        throw new Error(
+          `openapi: a schema refers to ${ref}, which means nothing in the document; give the recursive schema .meta({ id: "Name" })`,
+        );
       const name = names.get(ref.slice(LOCAL.length));
       if (!name) throw new Error(`openapi: ${ref} names no definition`);
       return COMPONENT + name;

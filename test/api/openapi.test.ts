@@ -153,6 +153,12 @@ t.test("Components: recursion lands in components/schemas; an unnamed one is ref
     /recursive schema has no id.*\.meta\(\{ id/,
     "no id: refused, saying what to do",
   );
+  const root: z.ZodType<Loop> = z.object({ next: z.lazy(() => root).nullable() });
+  t.throws(
+    () => c.schema(root, "input"),
+    /refers to #,.*\.meta\(\{ id/,
+    "a recursive root without an id: refused",
+  );
   // one id, two forms: what a request may leave out (a default) an answer always has
   const counted = z.object({ n: z.number().default(1) }).meta({ id: "TestCounted" });
   t.same(c.schema(counted, "output"), { $ref: "#/components/schemas/TestCounted" });

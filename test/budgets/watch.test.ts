@@ -20,6 +20,14 @@ interface Alert {
   connection_id: string | null;
 }
 
+/**
+ * The threshold warnings of the alert history, by level ("50", "80", "100"). A projected overrun
+ * may come too (its run rate depends on the day of the month the test runs): left out.
+ */
+function thresholds(alerts: Alert[]): string[] {
+  return levels(alerts).filter((l) => l !== "projected");
+}
+
 /** The budget warnings of the alert history, by level ("50", "80", "100", "projected"). */
 function levels(alerts: Alert[]): string[] {
   return alerts
@@ -62,7 +70,7 @@ t.test(
     const put = await call(ta.app, key, "PUT", `/v1/connections/${PA}/budget`, { monthly_budget_usd: 10 });
     t.equal(put.statusCode, 200, put.body);
     const alerts = async () =>
-      levels(
+      thresholds(
         (await call(ta.app, key, "GET", `/v1/alerts?kind=budget_warning&connection_id=${PA}`)).json()
           .data as Alert[],
       );
