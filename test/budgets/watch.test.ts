@@ -1,7 +1,7 @@
-import t, { type Test } from "tap";
+import t from "tap";
 import { freshDatabaseUrl, requireBackend } from "../helpers/backends.js";
 import { testApp } from "../helpers/app.js";
-import { runAdmin, serveOnFreePort } from "../helpers/process.js";
+import { twoApis } from "../helpers/process.js";
 import { call, seedTenants } from "../helpers/tenants.js";
 
 /**
@@ -145,20 +145,6 @@ t.test("a heartbeat's cost counts as soon as it is stored", async (t) => {
   t.ok(got.took <= WITHIN_MS, `60% of $1 from one heartbeat: warned after ${got.took} ms`);
 });
 
-/** Two `vigil serve --roles api` processes on one PostgreSQL (no job runs: only the watches act). */
-async function twoApis(t: Test, env: Record<string, string>) {
-  const served = { ...env, LOG_LEVEL: "info" };
-  const a = await serveOnFreePort(t, served, ["--roles", "api"]);
-  await a.waitFor(/series store ready/, 60_000);
-  const b = await serveOnFreePort(t, served, ["--roles", "api"]);
-  await b.waitFor(/series store ready/, 60_000);
-  t.teardown(async () => {
-    for (const p of [a, b]) if (p.proc.exitCode === null) p.proc.kill("SIGTERM");
-    await Promise.all([a.exited().catch(() => {}), b.exited().catch(() => {})]);
-  });
-  return { a, b };
-}
-
 t.test("two processes share the ingest: every warning once, each within 10 s", async (t) => {
   if (!(await requireBackend(t, "postgres"))) return;
   const env = {
@@ -166,9 +152,9 @@ t.test("two processes share the ingest: every warning once, each within 10 s", a
     VIGIL_SECRET: "budget-watch-secret-budget-watch-secret",
     LOG_LEVEL: "warn",
   };
-  const { a, b } = await twoApis(t, env);
-  const user = await runAdmin(t, env, "create-user", "--email", "spender@x.example");
-  const key = (await runAdmin(t, env, "create-key", "--user", user.id as string)).key as string;
+  const { a, b, admin } = await twoApis(t, env); // api role only: no budget job runs
+  const user = await admin("create-user", "--email", "spender@x.example");
+  const key = (await admin("create-key", "--user", user.id as string)).key as string;
   const api = async (base: string, method: string, path: string, body?: unknown) => {
     const r = await fetch(`${base}${path}`, {
       method,

@@ -88,3 +88,23 @@ export async function runAdmin(
   if (code !== 0) throw new Error(`vigil admin ${args.join(" ")} exited ${code}: ${run.output()}`);
   return JSON.parse(run.output().trim().split("\n").pop() as string) as Record<string, string>;
 }
+
+/**
+ * Two real `vigil serve --roles api` processes on one database (as behind a load balancer), and
+ * the `vigil admin` commands of that database, for the tests about state that must hold across
+ * processes (test/process/shared-state, test/budgets/watch).
+ */
+export async function twoApis(t: Test, env: Record<string, string>) {
+  const admin = (...args: string[]) => runAdmin(t, env, ...args);
+  // the first applies the migrations alone; the second starts once they are in
+  const served = { ...env, LOG_LEVEL: "info" }; // the start-up lines waited for are at info
+  const a = await serveOnFreePort(t, served, ["--roles", "api"]);
+  await a.waitFor(/series store ready/, 60_000);
+  const b = await serveOnFreePort(t, served, ["--roles", "api"]);
+  await b.waitFor(/series store ready/, 60_000);
+  t.teardown(async () => {
+    for (const p of [a, b]) if (p.proc.exitCode === null) p.proc.kill("SIGTERM");
+    await Promise.all([a.exited().catch(() => {}), b.exited().catch(() => {})]);
+  });
+  return { a, b, admin };
+}

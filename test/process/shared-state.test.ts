@@ -1,12 +1,12 @@
 import pg from "pg";
-import t, { type Test } from "tap";
+import t from "tap";
 import {
   freshDatabaseUrl,
   requireBackend,
   TEST_QUESTDB_PG_URL,
   TEST_QUESTDB_URL,
 } from "../helpers/backends.js";
-import { serveOnFreePort, spawnVigil, runAdmin } from "../helpers/process.js";
+import { spawnVigil, twoApis } from "../helpers/process.js";
 
 /**
  * Two `vigil serve --roles api` processes on one PostgreSQL (and one QuestDB), as behind a load
@@ -14,26 +14,6 @@ import { serveOnFreePort, spawnVigil, runAdmin } from "../helpers/process.js";
  */
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/**
- * Two real `vigil serve --roles api` processes on one database (as behind a load balancer), and
- * the `vigil admin` commands of that database, for the tests of test/process/ about state that
- * must hold across processes.
- */
-async function twoApis(t: Test, env: Record<string, string>) {
-  const admin = (...args: string[]) => runAdmin(t, env, ...args);
-  // the first applies the migrations alone; the second starts once they are in
-  const served = { ...env, LOG_LEVEL: "info" }; // the start-up lines waited for are at info
-  const a = await serveOnFreePort(t, served, ["--roles", "api"]);
-  await a.waitFor(/series store ready/, 60_000);
-  const b = await serveOnFreePort(t, served, ["--roles", "api"]);
-  await b.waitFor(/series store ready/, 60_000);
-  t.teardown(async () => {
-    for (const p of [a, b]) if (p.proc.exitCode === null) p.proc.kill("SIGTERM");
-    await Promise.all([a.exited().catch(() => {}), b.exited().catch(() => {})]);
-  });
-  return { a, b, admin };
-}
 
 /** A minimal cookie-keeping form client for a real server's dashboard (over HTTP, not inject). */
 class HttpForms {
