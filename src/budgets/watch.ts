@@ -151,7 +151,9 @@ export class BudgetWatch {
         this.loadedChanges = changes;
       } catch (err) {
         // the store is away: the job still evaluates every budget; try again after reloadMs
+        // (not at the next spend: that would be a store query per request while it is away)
         this.loadedAt = this.ctx.now().getTime();
+        this.loadedChanges = this.changes.count;
         this.ctx.log.warn({ err: (err as Error).message }, "budget watch: could not load the budgets");
       } finally {
         this.loading = null;
