@@ -87,8 +87,11 @@ export const envSchema = z.object({
   PROBE_DENY_PRIVATE: boolVar(false),
   INGEST_MAX_BACKLOG_ROWS: intVar(100, 10_000_000, 50_000),
   ALERT_FAILURE_MAIL_INTERVAL_SECONDS: intVar(0, 86_400, 900),
-  ANOMALY_INTERVAL_SECONDS: intVar(10, 3600, 300),
-  ANOMALY_WINDOWS: intVar(1, 24, 2),
+  ANOMALY_INTERVAL_SECONDS: intVar(10, 3600, 60),
+  ANOMALY_WINDOW_MINUTES: intVar(5, 120, 15),
+  ANOMALY_SHORT_WINDOW_MINUTES: intVar(5, 60, 5),
+  ANOMALY_WINDOWS: intVar(2, 120, 6),
+  ANOMALY_CATCH_UP_HOURS: intVar(0, 24, 24),
   ANOMALY_THRESHOLD: z.preprocess(
     emptyToUndefined,
     z.coerce
@@ -97,7 +100,17 @@ export const envSchema = z.object({
       .max(20, "must be at most 20")
       .default(3.5),
   ),
-  ANOMALY_MIN_BASELINE_HOURS: intVar(3, 7, 5),
+  ANOMALY_MIN_BASELINE_DAYS: intVar(3, 7, 5),
+  /** Renamed: refused with what to set instead (the baseline is no longer made of hours). */
+  ANOMALY_MIN_BASELINE_HOURS: z.preprocess(
+    emptyToUndefined,
+    z
+      .undefined({
+        error:
+          "was renamed ANOMALY_MIN_BASELINE_DAYS (the baseline is now the same window on each of the 7 previous days); set that instead",
+      })
+      .optional(),
+  ),
   WEBHOOK_ALLOW_HTTP_LOOPBACK: boolVar(false),
   CORS_ORIGINS: z.preprocess(
     emptyToUndefined,
@@ -155,11 +168,20 @@ export interface Config {
    */
   alerts: { failureMailIntervalSeconds: number };
   /**
-   * The anomaly detector (docs/operations.md: Anomaly detection): how often it runs, how many consecutive
-   * hourly windows open or resolve an anomaly, the robust score past which a window is outside
-   * the band, and how many of the 7 baseline hours need data.
+   * The anomaly detector (docs/operations.md: Anomaly detection): how often it runs, the long and
+   * short windows (minutes), how many consecutive one-minute evaluations open or resolve an
+   * anomaly, the robust score past which a window is outside its band, how many of the 7 baseline
+   * days need data, and how far back a run catches up.
    */
-  anomalies: { intervalSeconds: number; windows: number; threshold: number; minBaselineHours: number };
+  anomalies: {
+    intervalSeconds: number;
+    windowMinutes: number;
+    shortWindowMinutes: number;
+    windows: number;
+    threshold: number;
+    minBaselineDays: number;
+    catchUpHours: number;
+  };
   /**
    * Outbound webhooks (docs/webhooks.md): their URLs are https only, except plain http to a
    * loopback host (127.0.0.0/8, ::1, localhost) when `allowHttpLoopback`, for tests and local use.
@@ -197,6 +219,34 @@ export function derivedQuestdbPgUrl(httpUrl: string): string {
   return `postgres://admin:quest@${u.hostname}:8812/qdb`;
 }
 
+/** The detector's windows must fit together (docs/configuration.md). */
+function anomalySettingsProblems(e: Env): { variable: string; message: string }[] {
+  const out: { variable: string; message: string }[] = [];
+  const long = e.ANOMALY_WINDOW_MINUTES;
+  const short = e.ANOMALY_SHORT_WINDOW_MINUTES;
+  if (long % 5 !== 0)
+    out.push({
+      variable: "ANOMALY_WINDOW_MINUTES",
+      message: `must be a multiple of 5 (baselines come in 5-minute buckets), got ${long}`,
+    });
+  if (short % 5 !== 0)
+    out.push({
+      variable: "ANOMALY_SHORT_WINDOW_MINUTES",
+      message: `must be a multiple of 5 (baselines come in 5-minute buckets), got ${short}`,
+    });
+  if (short > long)
+    out.push({
+      variable: "ANOMALY_SHORT_WINDOW_MINUTES",
+      message: `must be at most ANOMALY_WINDOW_MINUTES (${long}), got ${short}`,
+    });
+  if (e.ANOMALY_WINDOWS <= short)
+    out.push({
+      variable: "ANOMALY_WINDOWS",
+      message: `must be more than ANOMALY_SHORT_WINDOW_MINUTES (${short}), or a single bad minute could open an anomaly; got ${e.ANOMALY_WINDOWS}`,
+    });
+  return out;
+}
+
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const parsed = envSchema.safeParse(env);
   if (!parsed.success) {
@@ -205,6 +255,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     );
   }
   const e = parsed.data;
+  const anomalyProblems = anomalySettingsProblems(e);
+  if (anomalyProblems.length > 0) throw new ConfigError(anomalyProblems);
   if (e.QUESTDB_PG_URL && !e.QUESTDB_URL) {
     throw new ConfigError([
       { variable: "QUESTDB_PG_URL", message: "is set but QUESTDB_URL is not; set both, or neither" },
@@ -242,9 +294,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     alerts: { failureMailIntervalSeconds: e.ALERT_FAILURE_MAIL_INTERVAL_SECONDS },
     anomalies: {
       intervalSeconds: e.ANOMALY_INTERVAL_SECONDS,
+      windowMinutes: e.ANOMALY_WINDOW_MINUTES,
+      shortWindowMinutes: e.ANOMALY_SHORT_WINDOW_MINUTES,
       windows: e.ANOMALY_WINDOWS,
       threshold: e.ANOMALY_THRESHOLD,
-      minBaselineHours: e.ANOMALY_MIN_BASELINE_HOURS,
+      minBaselineDays: e.ANOMALY_MIN_BASELINE_DAYS,
+      catchUpHours: e.ANOMALY_CATCH_UP_HOURS,
     },
     webhooks: { allowHttpLoopback: e.WEBHOOK_ALLOW_HTTP_LOOPBACK },
     outbound: { denyPrivate: e.PROBE_DENY_PRIVATE },

@@ -35,7 +35,7 @@ export interface MetricRow {
 }
 
 const DAY = 86_400_000;
-const DEFAULT_RANGE: Record<Exclude<Bucket, "hour" | "all">, number> = {
+const DEFAULT_RANGE: Record<Exclude<Bucket, "minute" | "five_minutes" | "hour" | "all">, number> = {
   day: 30 * DAY,
   week: 84 * DAY,
   month: 366 * DAY,

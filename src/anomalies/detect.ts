@@ -1,56 +1,83 @@
+import { randomUUID } from "node:crypto";
 import type { AppContext } from "../core/context.js";
+import { perApp } from "../core/context.js";
 import { type IncidentTarget, openIncident, resolveIncident } from "../incidents/incidents.js";
 import type { Queryable } from "../stores/relational/types.js";
 import {
-  ANOMALY_METRICS,
   type AnomalyMetric,
-  HOUR_MS,
-  type HourValue,
-  hourValues,
+  DAY_MS,
   type Judgement,
   judge,
-  MIN_HOUR_SAMPLES,
+  MIN_WINDOW_SAMPLES,
+  MINUTE_MS,
+  SUM_METRICS,
 } from "./baselines.js";
+import { BUCKET_MS, bucketStart, rollBuckets } from "./buckets.js";
+import { deleteLateMarks, SETTLE_MS, selectLateMarks } from "./late.js";
 import {
+  anomalyOverlaps,
   countOpenAnomalies,
   type DetectorConnection,
   type DetectorState,
   insertAnomaly,
   resolveAnomaly,
+  saveDetectorProgress,
   selectDetectorConnections,
+  selectDetectorProgress,
   selectDetectorStates,
   setAnomalyIncident,
   unresolvedAnomalyIncident,
   upsertDetectorState,
   upsertDetectorStates,
 } from "./repository.js";
-import pLimit from "p-limit";
+import { Agg, bucketRows, type MetricRow, sourceRows, valueOf } from "./windows.js";
 
 /**
  * The anomaly detector (docs/operations.md: Anomaly detection), one run at `ctx.now()`.
  *
- * The window is the last UTC calendar hour that ended at least `SETTLE_MS` ago; it is compared
- * with the same hour of day on each of the previous 7 days (hour-of-day seasonality: a nightly
- * batch is in its own baseline). Each hour is aggregated per connection in the series store
- * (baselines.ts); the median and MAD of the baseline hours that have enough rows make the band
- * `median ± threshold · max(1.4826 · MAD, floor)`. A window is judged once per connection and
- * metric (runs every ANOMALY_INTERVAL_SECONDS only make sure each hour is judged soon after it
- * ends). Hysteresis: an anomaly opens after `windows` consecutive windows above the band and
- * resolves after as many back inside it (or without data). The first anomaly of a connection
- * opens its `anomaly` incident; the incident resolves when none of its anomalies is open.
+ * It judges every metric of every connection once per minute: at each evaluation step `e` (a
+ * minute boundary at least {@link SETTLE_MS} in the past) the window [e − W, e) (W =
+ * ANOMALY_WINDOW_MINUTES, 15) and the short window [e − S, e) (S = ANOMALY_SHORT_WINDOW_MINUTES,
+ * 5) are each compared with the same clock windows on each of the previous 7 days (hour-of-day
+ * seasonality), by median and MAD (baselines.ts). A step is *above* when both windows are above
+ * their bands: the long window says the deviation is significant, the short one that it is
+ * still going on. An anomaly opens after N consecutive steps above (N = ANOMALY_WINDOWS, 6, more
+ * than S, so a single bad minute, which stays in the short window for S steps, never opens one)
+ * and resolves after N consecutive steps that are not (the short window back inside its band, or
+ * no data). Observed windows are read per minute from the raw tables in the series store; the
+ * baselines from 5-minute buckets rolled up as the data arrives (buckets.ts), both aggregated in
+ * the store, so a step costs a few rows per connection.
+ *
+ * Each run judges every step since the last one it judged, up to ANOMALY_CATCH_UP_HOURS back
+ * (the first run, after a restart or while no node ran it), so an anomaly under way is found on
+ * the first run with its real `started_at`. One that began and ended within the steps a run
+ * catches up on is recorded as resolved, without an incident or an e-mail. Late rows (late.ts)
+ * have their buckets rolled up again, and a connection's minutes that have left every window
+ * are judged again from a clean state; what that finds is recorded as resolved, unless an
+ * anomaly of that metric already covers it. The first anomaly of a connection opens its
+ * `anomaly` incident; the incident resolves when none of its anomalies is open.
  */
-export const SETTLE_MS = 2 * 60_000;
-
 export interface DetectorRun {
-  window: { start: string; end: string };
+  /** The last evaluation step judged (null: nothing new to judge). */
+  judgedThrough: string | null;
+  /** Evaluation steps judged (one a minute). */
+  steps: number;
+  /** Windows judged (connections × metrics × steps with enough data). */
   judged: number;
   opened: number;
   resolved: number;
+  /** Anomalies found for the past (caught up or from late rows), recorded as resolved. */
+  past: number;
+  /** 5-minute buckets rolled up (rows written). */
+  rolled: number;
 }
 
-/** Start of the window a run at `now` judges. */
-export function windowStart(now: Date): Date {
-  return new Date(Math.floor((now.getTime() - SETTLE_MS) / HOUR_MS) * HOUR_MS - HOUR_MS);
+interface Settings {
+  window: number;
+  short: number;
+  n: number;
+  threshold: number;
+  minDays: number;
 }
 
 const METRIC_WORDS: Record<AnomalyMetric, { name: string; fmt: (v: number) => string }> = {
@@ -58,227 +85,561 @@ const METRIC_WORDS: Record<AnomalyMetric, { name: string; fmt: (v: number) => st
   failure_rate: { name: "check failure rate", fmt: (v) => `${(v * 100).toFixed(1)}%` },
   execution_failure_rate: { name: "execution failure rate", fmt: (v) => `${(v * 100).toFixed(1)}%` },
   gateway_latency: { name: "p95 gateway latency", fmt: (v) => `${Math.round(v)} ms` },
-  token_volume: { name: "tokens per hour", fmt: (v) => `${Math.round(v).toLocaleString("en-US")} tokens` },
-  token_spend: { name: "spend per hour", fmt: (v) => `$${v.toFixed(2)}` },
+  token_volume: { name: "token volume", fmt: (v) => `${Math.round(v).toLocaleString("en-US")} tokens` },
+  token_spend: { name: "spend", fmt: (v) => `$${v.toFixed(2)}` },
 };
 
+/** Steps a run judges from the whole fleet at once; more (a catch-up) go connection chunk by chunk. */
+const LIVE_STEPS = 5;
+const CATCH_UP_CHUNK = 50;
+/** Baselines kept per 5-minute slot for the next runs (one process judges in a row). */
+const baselineCache = perApp(() => new Map<number, Map<string, Baseline>>());
+
+interface Baseline {
+  long: number[];
+  short: number[];
+}
+
+/** What a step found for one connection and metric. */
 interface Verdict {
-  metric: AnomalyMetric;
+  end: number;
+  above: boolean;
   observed: number | null;
   j: Judgement | null;
+  /** When above: the start of the run of minutes before `end` that are each above the short band. */
+  since?: number;
 }
+
+/** An anomaly a run opens or records: `endedAt` set when it also ended within the run's steps. */
+interface Episode {
+  id: string;
+  metric: AnomalyMetric;
+  startedAt: Date;
+  /** The step that opened it. */
+  openedAt: number;
+  observed: number;
+  j: Judgement;
+  endedAt: Date | null;
+}
+
+interface Outcome {
+  state: DetectorState;
+  changed: boolean;
+  episodes: Episode[];
+  /** An anomaly open before the run that resolved in it. */
+  resolved: { id: string; endedAt: Date } | null;
+}
+
+const freshState = (connectionId: string, metric: string): DetectorState => ({
+  connection_id: connectionId,
+  metric,
+  last_window: new Date(0),
+  over_streak: 0,
+  under_streak: 0,
+  streak_started_at: null,
+  anomaly_id: null,
+});
 
 export async function detectAnomalies(ctx: AppContext): Promise<DetectorRun> {
   const db = ctx.stores.db;
   const at = ctx.now();
-  const start = windowStart(at);
-  const end = new Date(start.getTime() + HOUR_MS);
-  const { windows, threshold, minBaselineHours } = ctx.config.anomalies;
+  const c = ctx.config.anomalies;
+  const s: Settings = {
+    window: c.windowMinutes,
+    short: c.shortWindowMinutes,
+    n: c.windows,
+    threshold: c.threshold,
+    minDays: c.minBaselineDays,
+  };
+  const settled = Math.floor((at.getTime() - SETTLE_MS) / MINUTE_MS) * MINUTE_MS;
+  const catchUpFrom = settled - Math.max(1, c.catchUpHours * 60) * MINUTE_MS;
   const run: DetectorRun = {
-    window: { start: start.toISOString(), end: end.toISOString() },
+    judgedThrough: null,
+    steps: 0,
     judged: 0,
     opened: 0,
     resolved: 0,
+    past: 0,
+    rolled: 0,
   };
 
-  const states = new Map<string, DetectorState>();
-  for (const s of await selectDetectorStates(db)) states.set(`${s.connection_id}/${s.metric}`, s);
+  const progress = await selectDetectorProgress(db);
+  const marks = await selectLateMarks(db, at);
+  await ctx.stores.series.waitVisible(); // every row marked or acknowledged before is readable
 
-  // per metric: the window and the 7 baseline hours, each one aggregate over all connections
-  const hours = [start, ...[1, 2, 3, 4, 5, 6, 7].map((d) => new Date(start.getTime() - d * 24 * HOUR_MS))];
-  // two hours at a time, each one statement at a time: a run holds at most two store connections
-  const limit = pLimit(2);
-  const perHour = await Promise.all(hours.map((h) => limit(() => hourValues(ctx.stores.series, h))));
-  const values = new Map<AnomalyMetric, Map<string, HourValue>[]>(
-    ANOMALY_METRICS.map((m) => [m, perHour.map((h) => h.get(m) ?? new Map<string, HourValue>())]),
-  );
-
-  const quiet: DetectorState[] = [];
-  for (const c of await selectDetectorConnections(db)) {
-    const verdicts: Verdict[] = [];
-    for (const metric of ANOMALY_METRICS) {
-      const state = states.get(`${c.id}/${metric}`);
-      if (state && state.last_window.getTime() >= start.getTime()) continue; // judged already
-      const [now, ...baseline] = values.get(metric) ?? [];
-      const min = MIN_HOUR_SAMPLES[metric];
-      const enough = (h: HourValue | undefined): h is HourValue => !!h && h.samples >= min;
-      const observed = now?.get(c.id);
-      const base = baseline
-        .map((m) => m.get(c.id))
-        .filter(enough)
-        .map((h) => h.value);
-      if (!enough(observed) && base.length === 0 && !state?.anomaly_id) continue; // nothing to judge
-      const j = enough(observed) ? judge(metric, observed.value, base, threshold, minBaselineHours) : null;
-      verdicts.push({ metric, observed: enough(observed) ? observed.value : null, j });
-    }
-    if (verdicts.length === 0) continue;
-    run.judged += verdicts.length;
-    // Most connections only move their streaks: their states are written together at the end.
-    // One that opens or resolves an anomaly gets a transaction of its own (anomaly, incident,
-    // states together).
-    if (!verdicts.some((v) => changes(states.get(`${c.id}/${v.metric}`), v, windows))) {
-      for (const v of verdicts) {
-        const s = nextState(states.get(`${c.id}/${v.metric}`), c.id, v, start);
-        states.set(`${c.id}/${v.metric}`, s);
-        quiet.push(s);
-      }
-      continue;
-    }
-    const changed = await db.transaction((tx) =>
-      applyVerdicts(ctx, tx, c, verdicts, states, { start, end, at, windows }),
-    );
-    run.opened += changed.opened;
-    run.resolved += changed.resolved;
+  // 1. the 5-minute buckets: new ones, then those already rolled that received late rows
+  const rollUntil = bucketStart(settled);
+  const oldest = bucketStart(catchUpFrom - s.window * MINUTE_MS - 7 * DAY_MS);
+  const rolledBefore = progress.rolledThrough ? Math.max(progress.rolledThrough.getTime(), oldest) : oldest;
+  if (rollUntil > rolledBefore)
+    run.rolled += await rollBuckets(ctx, new Date(rolledBefore), new Date(rollUntil));
+  const reroll = new Map<number, Set<string>>();
+  for (const m of marks) {
+    const b = bucketStart(m.minute.getTime());
+    if (b + BUCKET_MS > rolledBefore) continue; // rolled just now, with the late rows
+    reroll.set(b, (reroll.get(b) ?? new Set()).add(m.connection_id));
   }
-  await upsertDetectorStates(db, quiet);
-  if (run.opened || run.resolved) ctx.log.info({ job: "anomaly-detector", ...run }, "anomalies detected");
+  for (const [b, ids] of reroll)
+    run.rolled += await rollBuckets(ctx, new Date(b), new Date(b + BUCKET_MS), [...ids]);
+  if (reroll.size > 0) baselineCache(ctx).clear();
+  const rolledThrough = new Date(Math.max(rollUntil, progress.rolledThrough?.getTime() ?? 0));
+
+  // 2. the steps not judged yet
+  const judgedBefore = Math.max(progress.judgedThrough?.getTime() ?? -Infinity, catchUpFrom);
+  const ends: number[] = [];
+  for (let e = judgedBefore + MINUTE_MS; e <= settled; e += MINUTE_MS) ends.push(e);
+  const connections = await selectDetectorConnections(db);
+  if (ends.length > 0) {
+    const states = new Map<string, DetectorState>();
+    for (const st of await selectDetectorStates(db)) states.set(`${st.connection_id}/${st.metric}`, st);
+    await judgeSteps(ctx, s, connections, ends, states, run, at);
+    run.steps = ends.length;
+    run.judgedThrough = new Date(settled).toISOString();
+  }
+
+  // 3. late rows in minutes that have left every window judged since: judged again, per connection
+  const leftBy = (progress.judgedThrough?.getTime() ?? -Infinity) - s.window * MINUTE_MS;
+  const again = new Map<string, { from: number; to: number }>();
+  for (const m of marks) {
+    const t = m.minute.getTime();
+    if (t >= leftBy || t < catchUpFrom) continue;
+    const r = again.get(m.connection_id) ?? { from: t, to: t };
+    again.set(m.connection_id, { from: Math.min(r.from, t), to: Math.max(r.to, t) });
+  }
+  if (again.size > 0) await judgeAgain(ctx, s, connections, again, progress.judgedThrough as Date, run, at);
+
+  await saveDetectorProgress(db, {
+    judgedThrough: ends.length > 0 ? new Date(settled) : progress.judgedThrough,
+    rolledThrough,
+  });
+  await deleteLateMarks(db, marks);
+  if (run.opened || run.resolved || run.past)
+    ctx.log.info({ job: "anomaly-detector", ...run }, "anomalies detected");
   return run;
 }
 
-/** Whether a verdict opens an anomaly (the streak reaches `windows`) or resolves one. */
-function changes(prev: DetectorState | undefined, v: Verdict, windows: number): boolean {
-  if (v.j?.outside && v.observed !== null)
-    return !prev?.anomaly_id && (prev?.over_streak ?? 0) + 1 >= windows;
-  return !!prev?.anomaly_id && prev.under_streak + 1 >= windows;
-}
-
-/** The state after a verdict that neither opens nor resolves an anomaly. */
-function nextState(
-  prev: DetectorState | undefined,
-  connectionId: string,
-  v: Verdict,
-  start: Date,
-): DetectorState {
-  const s: DetectorState = prev
-    ? { ...prev, last_window: start }
-    : {
-        connection_id: connectionId,
-        metric: v.metric,
-        last_window: start,
-        over_streak: 0,
-        under_streak: 0,
-        streak_started_at: null,
-        anomaly_id: null,
-      };
-  if (v.j?.outside && v.observed !== null) {
-    s.over_streak++;
-    s.under_streak = 0;
-    if (s.over_streak === 1) s.streak_started_at = start;
-  } else {
-    s.over_streak = 0;
-    s.streak_started_at = null;
-    if (s.anomaly_id) s.under_streak++;
+/** Judges `ends` for every connection, moving their states on, and records what that changes. */
+async function judgeSteps(
+  ctx: AppContext,
+  s: Settings,
+  connections: DetectorConnection[],
+  ends: number[],
+  states: Map<string, DetectorState>,
+  run: DetectorRun,
+  at: Date,
+): Promise<void> {
+  const byId = new Map(connections.map((c) => [c.id, c]));
+  const live = ends.length <= LIVE_STEPS;
+  const chunks = live
+    ? [undefined]
+    : chunk(
+        connections.map((c) => c.id),
+        CATCH_UP_CHUNK,
+      );
+  const quiet: DetectorState[] = [];
+  for (const ids of chunks) {
+    const keys = new Set<string>();
+    if (ids) for (const k of states.keys()) if (ids.includes(k.slice(0, k.lastIndexOf("/")))) keys.add(k);
+    if (!ids) for (const k of states.keys()) keys.add(k);
+    const verdicts = await verdictsFor(ctx, s, ends, ids, keys, live, run);
+    const outcomes = new Map<string, Outcome[]>();
+    for (const [key, vs] of verdicts) {
+      const slash = key.lastIndexOf("/");
+      const connectionId = key.slice(0, slash);
+      const metric = key.slice(slash + 1) as AnomalyMetric;
+      if (!byId.has(connectionId)) continue; // data of a deleted connection
+      const o = step(states.get(key) ?? freshState(connectionId, metric), vs, s);
+      if (!o.changed) continue;
+      const list = outcomes.get(connectionId) ?? [];
+      list.push(o);
+      outcomes.set(connectionId, list);
+    }
+    for (const [connectionId, list] of outcomes) {
+      const conn = byId.get(connectionId) as DetectorConnection;
+      if (!list.some((o) => o.episodes.length > 0 || o.resolved)) {
+        quiet.push(...list.map((o) => o.state));
+        continue;
+      }
+      const done = await ctx.stores.db.transaction((tx) => record(ctx, tx, conn, list, s, at));
+      run.opened += done.opened;
+      run.resolved += done.resolved;
+      run.past += done.past;
+    }
   }
-  return s;
+  await upsertDetectorStates(ctx.stores.db, quiet);
 }
 
-async function applyVerdicts(
+/**
+ * A connection's past minutes judged again from a clean state after late rows reached them
+ * (steps up to `judgedThrough`): each anomaly found that also ended there, and that no anomaly
+ * of the metric already covers, is recorded as resolved. One still going at the last judged
+ * step is the live state's to find.
+ */
+async function judgeAgain(
+  ctx: AppContext,
+  s: Settings,
+  connections: DetectorConnection[],
+  ranges: Map<string, { from: number; to: number }>,
+  judgedThrough: Date,
+  run: DetectorRun,
+  at: Date,
+): Promise<void> {
+  const byId = new Map(connections.map((c) => [c.id, c]));
+  // one pass over the union of the ranges for the connections concerned, chunk by chunk
+  const ids = [...ranges.keys()].filter((id) => byId.has(id));
+  for (const part of chunk(ids, CATCH_UP_CHUNK)) {
+    const from = Math.min(...part.map((id) => (ranges.get(id) as { from: number }).from));
+    const to = Math.max(...part.map((id) => (ranges.get(id) as { to: number }).to));
+    const first = from + MINUTE_MS - s.n * MINUTE_MS; // a streak the late rows complete
+    const last = Math.min(to + (s.window + s.n) * MINUTE_MS, judgedThrough.getTime());
+    const ends: number[] = [];
+    for (let e = first; e <= last; e += MINUTE_MS) ends.push(e);
+    if (ends.length === 0) continue;
+    const verdicts = await verdictsFor(ctx, s, ends, part, new Set(), false, null);
+    for (const [key, vs] of verdicts) {
+      const slash = key.lastIndexOf("/");
+      const connectionId = key.slice(0, slash);
+      const metric = key.slice(slash + 1) as AnomalyMetric;
+      const conn = byId.get(connectionId);
+      if (!conn) continue;
+      const o = step(freshState(connectionId, metric), vs, s);
+      const ended = o.episodes.filter((e) => e.endedAt);
+      if (ended.length === 0) continue;
+      const fresh: Episode[] = [];
+      for (const e of ended)
+        if (!(await anomalyOverlaps(ctx.stores.db, connectionId, metric, e.startedAt, e.endedAt as Date)))
+          fresh.push(e);
+      if (fresh.length === 0) continue;
+      await ctx.stores.db.transaction(async (tx) => {
+        for (const e of fresh) await insertAnomaly(tx, anomalyRow(connectionId, e, s, at));
+      });
+      run.past += fresh.length;
+    }
+  }
+}
+
+/**
+ * Every step's verdict for each connection and metric that has data in the windows or a state
+ * in `keys`: observed windows from the raw tables by minute, baselines from the 5-minute buckets.
+ */
+async function verdictsFor(
+  ctx: AppContext,
+  s: Settings,
+  ends: number[],
+  ids: string[] | undefined,
+  keys: Set<string>,
+  cache: boolean,
+  run: DetectorRun | null,
+): Promise<Map<string, Verdict[]>> {
+  const series = ctx.stores.series;
+  const first = ends[0] as number;
+  const last = ends[ends.length - 1] as number;
+  const observed = group(
+    await sourceRows(series, {
+      bucket: "minute",
+      since: new Date(first - s.window * MINUTE_MS),
+      until: new Date(last),
+      connections: ids,
+    }),
+  );
+  for (const k of observed.keys()) keys.add(k);
+  const baselines = await baselinesFor(ctx, s, ends, ids, cache);
+  for (const perKey of baselines.values()) for (const k of perKey.keys()) keys.add(k);
+
+  const out = new Map<string, Verdict[]>();
+  for (const key of keys) {
+    const metric = key.slice(key.lastIndexOf("/") + 1) as AnomalyMetric;
+    const rows = observed.get(key) ?? [];
+    const long = new Agg();
+    const short = new Agg();
+    let added = 0;
+    let leftLong = 0;
+    let leftShort = 0;
+    const vs: Verdict[] = [];
+    for (const end of ends) {
+      while (added < rows.length && (rows[added] as MetricRow).ts.getTime() < end) {
+        long.add(rows[added] as MetricRow);
+        short.add(rows[added] as MetricRow);
+        added++;
+      }
+      while (leftLong < added && (rows[leftLong] as MetricRow).ts.getTime() < end - s.window * MINUTE_MS)
+        long.add(rows[leftLong++] as MetricRow, -1);
+      while (leftShort < added && (rows[leftShort] as MetricRow).ts.getTime() < end - s.short * MINUTE_MS)
+        short.add(rows[leftShort++] as MetricRow, -1);
+      const base = baselines.get(bucketStart(end))?.get(key) ?? { long: [], short: [] };
+      const vLong = valueOf(metric, long);
+      const vShort = valueOf(metric, short);
+      const jLong =
+        vLong && vLong.samples >= MIN_WINDOW_SAMPLES[metric]
+          ? judge(metric, vLong.value, base.long, s.threshold, s.minDays, s.window)
+          : null;
+      const jShort = vShort ? judge(metric, vShort.value, base.short, s.threshold, s.minDays, s.short) : null;
+      if (jLong && run) run.judged++;
+      const above = !!(jLong?.outside && jShort?.outside);
+      vs.push({
+        end,
+        above,
+        observed: jLong ? (vLong as { value: number }).value : null,
+        j: jLong,
+        since: above && jShort ? deviatingSince(metric, rows, added, end, s.short, jShort.high) : undefined,
+      });
+    }
+    out.set(key, vs);
+  }
+  return out;
+}
+
+/**
+ * Where a deviation began: walking back minute by minute from `end` through the short window, the
+ * earliest of the consecutive minutes whose own value is above the short window's band (a sum
+ * counted at the short window's rate). `rows[0..added)` are the connection's rows before `end`.
+ */
+function deviatingSince(
+  metric: AnomalyMetric,
+  rows: MetricRow[],
+  added: number,
+  end: number,
+  short: number,
+  high: number,
+): number {
+  const scale = SUM_METRICS.has(metric) ? short : 1;
+  let since = end - MINUTE_MS;
+  let i = added - 1;
+  for (let m = end - MINUTE_MS; m >= end - short * MINUTE_MS; m -= MINUTE_MS) {
+    const minute = new Agg();
+    while (i >= 0 && (rows[i] as MetricRow).ts.getTime() >= m) minute.add(rows[i--] as MetricRow);
+    const v = valueOf(metric, minute);
+    if (!v || v.value * scale <= high) break;
+    since = m;
+  }
+  return since;
+}
+
+/**
+ * Per 5-minute slot of the steps, each connection and metric's baseline values: the long and the
+ * short window ending at the slot's start on each of the 7 previous days, those with enough data.
+ * The windows end on the slot's start (a step's own clock time rounded down to 5 minutes).
+ */
+async function baselinesFor(
+  ctx: AppContext,
+  s: Settings,
+  ends: number[],
+  ids: string[] | undefined,
+  cache: boolean,
+): Promise<Map<number, Map<string, Baseline>>> {
+  const slots = [...new Set(ends.map(bucketStart))];
+  const cached = baselineCache(ctx);
+  const out = new Map<number, Map<string, Baseline>>();
+  const missing = slots.filter((f) => {
+    const hit = cache ? cached.get(f) : undefined;
+    if (hit) out.set(f, hit);
+    return !hit;
+  });
+  if (missing.length === 0) return out;
+  const lo = Math.min(...missing);
+  const hi = Math.max(...missing);
+  for (const f of missing) out.set(f, new Map());
+  for (let d = 1; d <= 7; d++) {
+    const rows = group(
+      await bucketRows(ctx.stores.series, {
+        since: new Date(lo - d * DAY_MS - s.window * MINUTE_MS),
+        until: new Date(hi - d * DAY_MS),
+        connections: ids,
+      }),
+    );
+    for (const [key, list] of rows) {
+      const metric = key.slice(key.lastIndexOf("/") + 1) as AnomalyMetric;
+      for (const f of missing) {
+        const end = f - d * DAY_MS;
+        const long = new Agg();
+        const short = new Agg();
+        for (const r of list) {
+          const t = r.ts.getTime();
+          if (t >= end || t < end - s.window * MINUTE_MS) continue;
+          long.add(r);
+          if (t >= end - s.short * MINUTE_MS) short.add(r);
+        }
+        const perKey = out.get(f) as Map<string, Baseline>;
+        const b = perKey.get(key) ?? { long: [], short: [] };
+        const vLong = valueOf(metric, long);
+        const vShort = valueOf(metric, short);
+        if (vLong && vLong.samples >= MIN_WINDOW_SAMPLES[metric]) b.long.push(vLong.value);
+        if (vShort) b.short.push(vShort.value);
+        perKey.set(key, b);
+      }
+    }
+  }
+  if (cache) {
+    for (const f of missing) cached.set(f, out.get(f) as Map<string, Baseline>);
+    for (const f of cached.keys()) if (f < Math.max(...slots) - BUCKET_MS) cached.delete(f);
+  }
+  return out;
+}
+
+/** The state machine of one connection and metric over a run's verdicts. */
+function step(prev: DetectorState, verdicts: Verdict[], s: Settings): Outcome {
+  const st: DetectorState = { ...prev };
+  const episodes: Episode[] = [];
+  let resolved: Outcome["resolved"] = null;
+  let judged = false;
+  for (const v of verdicts) {
+    if (v.end <= st.last_window.getTime()) continue; // judged before a crash stopped that run
+    judged = true;
+    if (v.above && v.j && v.observed !== null) {
+      st.under_streak = 0;
+      if (st.anomaly_id) continue;
+      st.over_streak++;
+      if (st.over_streak === 1) st.streak_started_at = new Date(v.since ?? v.end - MINUTE_MS);
+      if (st.over_streak >= s.n) {
+        const e: Episode = {
+          id: randomUUID(),
+          metric: st.metric as AnomalyMetric,
+          startedAt: st.streak_started_at ?? new Date(v.end - MINUTE_MS),
+          openedAt: v.end,
+          observed: v.observed,
+          j: v.j,
+          endedAt: null,
+        };
+        episodes.push(e);
+        st.anomaly_id = e.id;
+        st.over_streak = 0;
+        st.streak_started_at = null;
+      }
+    } else {
+      st.over_streak = 0;
+      st.streak_started_at = null;
+      if (!st.anomaly_id) continue;
+      st.under_streak++;
+      if (st.under_streak < s.n) continue;
+      // the last step above the band ended where the run of steps back inside began
+      const endedAt = new Date(v.end - st.under_streak * MINUTE_MS);
+      const mine = episodes.find((e) => e.id === st.anomaly_id);
+      if (mine) mine.endedAt = endedAt;
+      else resolved = { id: st.anomaly_id, endedAt };
+      st.anomaly_id = null;
+      st.under_streak = 0;
+    }
+  }
+  const last = verdicts[verdicts.length - 1];
+  if (judged && last) st.last_window = new Date(last.end);
+  const changed =
+    st.over_streak !== prev.over_streak ||
+    st.under_streak !== prev.under_streak ||
+    st.anomaly_id !== prev.anomaly_id ||
+    episodes.length > 0;
+  return { state: st, changed, episodes, resolved };
+}
+
+function anomalyRow(connectionId: string, e: Episode, s: Settings, at: Date) {
+  return {
+    id: e.id,
+    connectionId,
+    metric: e.metric,
+    detectedAt: at,
+    startedAt: e.startedAt,
+    endedAt: e.endedAt ?? undefined,
+    windowStart: new Date(e.openedAt - s.window * MINUTE_MS),
+    windowEnd: new Date(e.openedAt),
+    observed: e.observed,
+    baselineMean: e.j.mean,
+    baselineStddev: e.j.stddev,
+    baselineMedian: e.j.median,
+    baselineMad: e.j.mad,
+    bandLow: e.j.low,
+    bandHigh: e.j.high,
+    score: e.j.score,
+  };
+}
+
+/**
+ * Writes one connection's outcomes in one transaction: anomalies found for the past (resolved,
+ * no incident), anomalies that resolved, new open anomalies with their incident (opened or
+ * joined: its notification is the e-mail), the incident resolved when no anomaly stays open, and
+ * the states.
+ */
+async function record(
   ctx: AppContext,
   tx: Queryable,
   c: DetectorConnection,
-  verdicts: Verdict[],
-  states: Map<string, DetectorState>,
-  w: { start: Date; end: Date; at: Date; windows: number },
-): Promise<{ opened: number; resolved: number }> {
+  outcomes: Outcome[],
+  s: Settings,
+  at: Date,
+): Promise<{ opened: number; resolved: number; past: number }> {
   const target: IncidentTarget = {
     connectionId: c.id,
     connectionName: c.service_name,
     userId: c.user_id,
     organizationId: c.organization_id,
   };
-  const opened: { id: string; summary: string; v: Verdict }[] = [];
+  let past = 0;
+  const opened: Episode[] = [];
   const resolved: string[] = [];
-  for (const v of verdicts) {
-    const prev = states.get(`${c.id}/${v.metric}`);
-    const s: DetectorState = prev
-      ? { ...prev, last_window: w.start }
-      : {
-          connection_id: c.id,
-          metric: v.metric,
-          last_window: w.start,
-          over_streak: 0,
-          under_streak: 0,
-          streak_started_at: null,
-          anomaly_id: null,
-        };
-    if (v.j?.outside && v.observed !== null) {
-      s.over_streak++;
-      s.under_streak = 0;
-      if (s.over_streak === 1) s.streak_started_at = w.start;
-      if (!s.anomaly_id && s.over_streak >= w.windows) {
-        const words = METRIC_WORDS[v.metric];
-        s.anomaly_id = await insertAnomaly(tx, {
-          connectionId: c.id,
-          metric: v.metric,
-          detectedAt: w.at,
-          startedAt: s.streak_started_at ?? w.start,
-          windowStart: w.start,
-          windowEnd: w.end,
-          observed: v.observed,
-          baselineMean: v.j.mean,
-          baselineStddev: v.j.stddev,
-          baselineMedian: v.j.median,
-          baselineMad: v.j.mad,
-          bandLow: v.j.low,
-          bandHigh: v.j.high,
-          score: v.j.score,
-        });
-        opened.push({
-          id: s.anomaly_id,
-          v,
-          summary:
-            `${words.name} ${words.fmt(v.observed)} in the hour from ${w.start.toISOString()}, ` +
-            `usually ${words.fmt(v.j.median)} at this hour (band up to ${words.fmt(v.j.high)})`,
-        });
-      }
-    } else {
-      s.over_streak = 0;
-      s.streak_started_at = null;
-      if (s.anomaly_id) {
-        s.under_streak++;
-        if (s.under_streak >= w.windows) {
-          // the last window above the band ended where the run of windows back inside began
-          const endedAt = new Date(w.end.getTime() - s.under_streak * HOUR_MS);
-          await resolveAnomaly(tx, s.anomaly_id, w.at, endedAt);
-          resolved.push(s.anomaly_id);
-          s.anomaly_id = null;
-          s.under_streak = 0;
-        }
-      }
+  for (const o of outcomes) {
+    for (const e of o.episodes) {
+      if (e.endedAt) {
+        if (await anomalyOverlaps(tx, c.id, e.metric, e.startedAt, e.endedAt)) continue;
+        past++;
+      } else opened.push(e);
+      await insertAnomaly(tx, anomalyRow(c.id, e, s, at));
     }
-    await upsertDetectorState(tx, s);
-    states.set(`${c.id}/${v.metric}`, s);
+    if (o.resolved) {
+      await resolveAnomaly(tx, o.resolved.id, at, o.resolved.endedAt);
+      resolved.push(o.resolved.id);
+    }
+    await upsertDetectorState(tx, o.state);
   }
-
-  for (const o of opened) {
+  for (const e of opened) {
+    const words = METRIC_WORDS[e.metric];
+    const summary =
+      `${words.name} ${words.fmt(e.observed)} in the ${s.window} minutes to ${new Date(e.openedAt).toISOString()}, ` +
+      `usually ${words.fmt(e.j.median)} at this time of day (band up to ${words.fmt(e.j.high)}), since ${e.startedAt.toISOString()}`;
     const incident =
       (await openIncident(tx, target, {
         kind: "anomaly",
-        title: `${c.service_name}: unusual ${METRIC_WORDS[o.v.metric].name}`,
+        title: `${c.service_name}: unusual ${words.name}`,
         detail: {
-          summary: o.summary,
-          anomaly_id: o.id,
-          metric: o.v.metric,
-          observed: o.v.observed,
-          baseline_median: o.v.j?.median,
-          band_high: o.v.j?.high,
-          score: o.v.j?.score,
-          window_start: w.start.toISOString(),
-          window_end: w.end.toISOString(),
+          summary,
+          anomaly_id: e.id,
+          metric: e.metric,
+          observed: e.observed,
+          baseline_median: e.j.median,
+          band_high: e.j.high,
+          score: e.j.score,
+          started_at: e.startedAt.toISOString(),
+          window_start: new Date(e.openedAt - s.window * MINUTE_MS).toISOString(),
+          window_end: new Date(e.openedAt).toISOString(),
         },
-        at: w.at,
+        at,
         publicUrl: ctx.config.publicUrl,
       })) ?? (await unresolvedAnomalyIncident(tx, c.id));
-    if (incident) await setAnomalyIncident(tx, o.id, incident);
+    if (incident) await setAnomalyIncident(tx, e.id, incident);
   }
   if (resolved.length > 0 && (await countOpenAnomalies(tx, c.id)) === 0)
     await resolveIncident(tx, target, {
       kind: "anomaly",
       detail: { anomaly_ids: resolved },
-      at: w.at,
+      at,
       publicUrl: ctx.config.publicUrl,
-      reason: `back inside the baseline band for ${w.windows} consecutive hours`,
+      reason: `back inside the baseline band for ${s.n} consecutive minutes`,
       automatic: true,
     });
-  return { opened: opened.length, resolved: resolved.length };
+  return { opened: opened.length, resolved: resolved.length, past };
+}
+
+function group(rows: MetricRow[]): Map<string, MetricRow[]> {
+  const out = new Map<string, MetricRow[]>();
+  for (const r of rows) {
+    const key = `${r.connection_id}/${r.metric}`;
+    const list = out.get(key);
+    if (list) list.push(r);
+    else out.set(key, [r]);
+  }
+  for (const list of out.values()) list.sort((a, b) => a.ts.getTime() - b.ts.getTime());
+  return out;
+}
+
+function chunk<T>(xs: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < xs.length; i += size) out.push(xs.slice(i, i + size));
+  return out;
 }

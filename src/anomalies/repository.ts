@@ -88,10 +88,12 @@ export interface DetectorState extends Record<string, unknown> {
   anomaly_id: string | null;
 }
 
+/** The states that remember something: a streak under way or an open anomaly. */
 export async function selectDetectorStates(db: Queryable): Promise<DetectorState[]> {
   const r = await db.query<DetectorState>(
     `SELECT connection_id, metric, last_window, over_streak, under_streak, streak_started_at, anomaly_id
-       FROM anomaly_detector_state`,
+       FROM anomaly_detector_state
+      WHERE over_streak > 0 OR under_streak > 0 OR anomaly_id IS NOT NULL`,
   );
   return r.rows.map((s) => ({
     ...s,
@@ -149,8 +151,53 @@ export async function upsertDetectorStates(db: Queryable, states: readonly Detec
   }
 }
 
-/** A new open anomaly, as the detector opens it. */
+/** How far the detector has judged and rolled its buckets up (null: not yet). */
+export async function selectDetectorProgress(
+  db: Queryable,
+): Promise<{ judgedThrough: Date | null; rolledThrough: Date | null }> {
+  const r = await db.query<{ judged_through: Date | null; rolled_through: Date | null }>(
+    "SELECT judged_through, rolled_through FROM anomaly_detector_progress WHERE id = 1",
+  );
+  const row = r.rows[0];
+  return {
+    judgedThrough: row?.judged_through ? new Date(row.judged_through) : null,
+    rolledThrough: row?.rolled_through ? new Date(row.rolled_through) : null,
+  };
+}
+
+export async function saveDetectorProgress(
+  db: Queryable,
+  p: { judgedThrough: Date | null; rolledThrough: Date | null },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO anomaly_detector_progress (id, judged_through, rolled_through) VALUES (1, $1, $2)
+     ON CONFLICT (id) DO UPDATE SET judged_through = EXCLUDED.judged_through, rolled_through = EXCLUDED.rolled_through`,
+    [p.judgedThrough?.toISOString() ?? null, p.rolledThrough?.toISOString() ?? null],
+  );
+}
+
+/** Whether an anomaly of the connection and metric already covers part of [from, to). */
+export async function anomalyOverlaps(
+  db: Queryable,
+  connectionId: string,
+  metric: string,
+  from: Date,
+  to: Date,
+): Promise<boolean> {
+  const r = await db.query(
+    `SELECT 1 FROM anomalies WHERE connection_id = $1 AND metric = $2
+        AND started_at < $4 AND (ended_at IS NULL OR ended_at > $3) LIMIT 1`,
+    [connectionId, metric, from.toISOString(), to.toISOString()],
+  );
+  return r.rows.length > 0;
+}
+
+/** A new anomaly, as the detector records it: open, or (found for the past) already resolved. */
 export interface NewAnomaly {
+  /** A new id when not given. */
+  id?: string;
+  /** Set for an anomaly that began and ended before the run that found it. */
+  endedAt?: Date;
   connectionId: string;
   metric: string;
   detectedAt: Date;
@@ -168,12 +215,12 @@ export interface NewAnomaly {
 }
 
 export async function insertAnomaly(db: Queryable, a: NewAnomaly): Promise<string> {
-  const id = randomUUID();
+  const id = a.id ?? randomUUID();
   await db.query(
     `INSERT INTO anomalies (id, connection_id, metric, status, detected_at, window_start, window_end,
        observed, baseline_mean, baseline_stddev, z_score, baseline_median, baseline_mad, band_low,
-       band_high, started_at)
-     VALUES ($1, $2, $3, 'open', $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+       band_high, started_at, ended_at, resolved_at)
+     VALUES ($1, $2, $3, $16, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $17, $18)`,
     [
       id,
       a.connectionId,
@@ -190,6 +237,9 @@ export async function insertAnomaly(db: Queryable, a: NewAnomaly): Promise<strin
       a.bandLow,
       a.bandHigh,
       a.startedAt.toISOString(),
+      a.endedAt ? "resolved" : "open",
+      a.endedAt?.toISOString() ?? null,
+      a.endedAt ? a.detectedAt.toISOString() : null,
     ],
   );
   return id;

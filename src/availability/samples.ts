@@ -1,4 +1,5 @@
 import type { AppContext } from "../core/context.js";
+import { markLate } from "../anomalies/late.js";
 import { markDaysDirty } from "../retention/repository.js";
 import { ROLLUP_LATENESS_MS } from "../retention/policy.js";
 import { availabilitySamples, type RowOf } from "../stores/series/tables.js";
@@ -146,6 +147,7 @@ export async function writeSamples(ctx: AppContext, rows: readonly Sample[]): Pr
   if (rows.length === 0) return;
   await ctx.stores.series.append(availabilitySamples, rows);
   await samplesCommitted(ctx, rows);
+  await markLate(ctx, rows); // a slow check or gap-fill: the anomaly detector judges its minute again
 }
 
 /**

@@ -10,6 +10,7 @@ import { costUsd } from "./pricing.js";
 import { heartbeatRepeats } from "./repeats.js";
 import { priceBook } from "./pricing.js";
 import { reportGatewayHealth } from "../probes/heartbeats.js";
+import { markLate } from "../anomalies/late.js";
 
 /** How far in the future a period may end before it is refused as a clock error. */
 const MAX_CLOCK_SKEW_MS = 5 * 60_000;
@@ -164,6 +165,9 @@ export async function ingestHeartbeat(ctx: AppContext, p: IngestionKeyActor, bod
   if (spentUsd > 0) budgetWatch(ctx).spent(connectionId, spentUsd * 100, ts);
   const marking = samplesCommitted(ctx, samples);
   if (marking) await marking;
+  // a heartbeat for a period long past (buffered while its daemon was cut off): the detector judges it again
+  const late = markLate(ctx, [{ ts, connection_id: connectionId }]);
+  if (late) await late;
   const healthy = body.gateway.status === "healthy";
   const available = healthy && pidAlive;
   const counted = reportGatewayHealth(ctx, {

@@ -1,5 +1,6 @@
 import type { Agent } from "undici";
 import type { AppContext } from "../core/context.js";
+import { markLate } from "../anomalies/late.js";
 import { freshWorkflowIds, upsertWorkflowNames } from "../executions/repository.js";
 import { executions, type RowOf } from "../stores/series/tables.js";
 import { SYNC_BUDGET, type PlatformRun, type SyncBudget, type SyncState } from "./platform.js";
@@ -115,11 +116,13 @@ export async function syncExecutions(
     );
   else return idle;
 
-  if (out.runs.length)
-    await ctx.stores.series.append(
-      executions,
-      out.runs.map((r) => toRow(t.id, r, now)),
-    );
+  if (out.runs.length) {
+    const rows = out.runs.map((r) => toRow(t.id, r, now));
+    await ctx.stores.series.append(executions, rows);
+    // executions started a while ago (synced late, or finished since): the detector judges them again
+    const late = markLate(ctx, rows);
+    if (late) await late;
+  }
   if (out.names.length) await upsertWorkflowNames(ctx.stores.db, t.id, out.names, now);
   const state = out.state;
   if (out.retryAfterMs) state.backoffUntil = new Date(now.getTime() + out.retryAfterMs).toISOString();

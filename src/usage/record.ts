@@ -1,3 +1,4 @@
+import { markLate } from "../anomalies/late.js";
 import { budgetWatch } from "../budgets/watch.js";
 import { createHash, randomUUID } from "node:crypto";
 import { conflict, forbidden, invalidInput, notFound, ServiceError } from "../core/errors.js";
@@ -150,6 +151,8 @@ export async function recordUsage(
     metadata: e.metadata ? JSON.stringify(e.metadata) : null,
   }));
   await ctx.stores.series.append(usageEntries, rows);
+  const late = markLate(ctx, rows); // entries dated in the past: the anomaly detector judges them again
+  if (late) await late;
   // spend a budget counts is noticed now, not at the budget job's next run (budgets/watch.ts)
   const watch = budgetWatch(ctx);
   for (const r of rows) if (r.cost_cents > 0) watch.spent(r.connection_id, r.cost_cents, r.ts);

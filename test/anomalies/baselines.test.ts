@@ -1,6 +1,5 @@
 import t from "tap";
 import { judge } from "../../src/anomalies/baselines.js";
-import { windowStart } from "../../src/anomalies/detect.js";
 import { ConfigError, loadConfig } from "../../src/config.js";
 
 t.test("median and MAD, with a floor on the scale", async (t) => {
@@ -23,37 +22,78 @@ t.test("median and MAD, with a floor on the scale", async (t) => {
   );
 });
 
-t.test("minimum data: fewer baseline hours than required never alarm", async (t) => {
+t.test("minimum data: fewer baseline windows than required never alarm", async (t) => {
   t.equal(judge("response_time", 10_000, [100, 100, 100, 100], 3.5, 5), null);
   t.not(judge("response_time", 10_000, [100, 100, 100, 100, 100], 3.5, 5), null);
 });
 
-t.test("the window: the last hour that ended at least 2 minutes ago", async (t) => {
-  t.equal(windowStart(new Date("2026-11-10T05:05:00Z")).toISOString(), "2026-11-10T04:00:00.000Z");
-  t.equal(windowStart(new Date("2026-11-10T05:01:00Z")).toISOString(), "2026-11-10T03:00:00.000Z");
+t.test("the floors of sums scale with the window", async (t) => {
+  // $0.05 an hour: $0.0125 over 15 minutes, so a window of cents can still stand out
+  t.equal(judge("token_spend", 0.1, [0, 0, 0, 0, 0], 3.5, 5, 15)?.scale, 0.0125);
+  t.equal(judge("token_spend", 0.1, [0, 0, 0, 0, 0], 3.5, 5, 15)?.outside, true);
+  t.equal(
+    judge("response_time", 600, [100, 100, 100, 100, 100], 3.5, 5, 15)?.scale,
+    10,
+    "latency floors do not scale",
+  );
 });
 
 t.test("configuration", async (t) => {
-  t.same(loadConfig({}).anomalies, { intervalSeconds: 300, windows: 2, threshold: 3.5, minBaselineHours: 5 });
+  t.same(loadConfig({}).anomalies, {
+    intervalSeconds: 60,
+    windowMinutes: 15,
+    shortWindowMinutes: 5,
+    windows: 6,
+    threshold: 3.5,
+    minBaselineDays: 5,
+    catchUpHours: 24,
+  });
   t.same(
     loadConfig({
-      ANOMALY_INTERVAL_SECONDS: "60",
-      ANOMALY_WINDOWS: "3",
+      ANOMALY_INTERVAL_SECONDS: "30",
+      ANOMALY_WINDOW_MINUTES: "30",
+      ANOMALY_SHORT_WINDOW_MINUTES: "10",
+      ANOMALY_WINDOWS: "11",
       ANOMALY_THRESHOLD: "4.5",
-      ANOMALY_MIN_BASELINE_HOURS: "7",
+      ANOMALY_MIN_BASELINE_DAYS: "7",
+      ANOMALY_CATCH_UP_HOURS: "0",
     }).anomalies,
-    { intervalSeconds: 60, windows: 3, threshold: 4.5, minBaselineHours: 7 },
+    {
+      intervalSeconds: 30,
+      windowMinutes: 30,
+      shortWindowMinutes: 10,
+      windows: 11,
+      threshold: 4.5,
+      minBaselineDays: 7,
+      catchUpHours: 0,
+    },
   );
-  for (const [variable, value] of [
-    ["ANOMALY_INTERVAL_SECONDS", "0"],
-    ["ANOMALY_WINDOWS", "1.5"],
-    ["ANOMALY_THRESHOLD", "abc"],
-    ["ANOMALY_MIN_BASELINE_HOURS", "8"],
+  for (const [env, variable, says] of [
+    [{ ANOMALY_INTERVAL_SECONDS: "0" }, "ANOMALY_INTERVAL_SECONDS", "at least"],
+    [{ ANOMALY_WINDOWS: "1.5" }, "ANOMALY_WINDOWS", "whole"],
+    [{ ANOMALY_THRESHOLD: "abc" }, "ANOMALY_THRESHOLD", "number"],
+    [{ ANOMALY_MIN_BASELINE_DAYS: "8" }, "ANOMALY_MIN_BASELINE_DAYS", "at most"],
+    [{ ANOMALY_CATCH_UP_HOURS: "25" }, "ANOMALY_CATCH_UP_HOURS", "at most"],
+    [{ ANOMALY_WINDOW_MINUTES: "12" }, "ANOMALY_WINDOW_MINUTES", "multiple of 5"],
+    [
+      { ANOMALY_SHORT_WINDOW_MINUTES: "20" },
+      "ANOMALY_SHORT_WINDOW_MINUTES",
+      "at most ANOMALY_WINDOW_MINUTES",
+    ],
+    [{ ANOMALY_WINDOWS: "5" }, "ANOMALY_WINDOWS", "single bad minute"],
+    [
+      { ANOMALY_SHORT_WINDOW_MINUTES: "10" },
+      "ANOMALY_WINDOWS",
+      "more than ANOMALY_SHORT_WINDOW_MINUTES (10)",
+    ],
+    [{ ANOMALY_MIN_BASELINE_HOURS: "5" }, "ANOMALY_MIN_BASELINE_HOURS", "ANOMALY_MIN_BASELINE_DAYS"],
   ] as const) {
-    const err = t.throws(() => loadConfig({ [variable]: value })) as unknown;
+    const err = t.throws(() => loadConfig(env)) as unknown;
     t.ok(
-      err instanceof ConfigError && err.problems.some((p) => p.variable === variable),
-      `${variable}=${value}`,
+      err instanceof ConfigError &&
+        err.problems.some((p) => p.variable === variable && p.message.includes(says)) &&
+        err.message.includes(variable),
+      `${JSON.stringify(env)}: ${variable} ${says}`,
     );
   }
 });

@@ -407,6 +407,78 @@ for (const backend of ALL_BACKENDS) {
       );
     });
 
+    await t.test("minute and 5-minute buckets, and logarithmic bins, alike on every backend", async (t) => {
+      const start = Date.parse("2026-04-07T10:00:00.000Z");
+      const rows: Sample[] = [];
+      // bin1: 12 minutes of one check each at second 30, 100 ms, but 600 ms at 10:07; one null
+      for (let m = 0; m < 12; m++)
+        rows.push(sample(start + m * 60_000 + 30_000, "bin1", true, m === 7 ? 600 : 100));
+      rows.push(sample(start + 3 * 60_000 + 40_000, "bin1", false, null));
+      await series.append(availabilitySamples, rows);
+      await series.waitVisible();
+      const q = {
+        since: new Date(start),
+        until: new Date(start + 3_600_000),
+        where: [{ column: "connection_id", op: "eq" as const, value: "bin1" }],
+        groupBy: ["connection_id"],
+      };
+      const minutes = await series.aggregate(availabilitySamples, {
+        ...q,
+        bucket: "minute",
+        measures: { n: { fn: "count" } },
+      });
+      t.same(
+        minutes.map((r) => [(r.bucket as Date).toISOString().slice(11, 16), r.n]),
+        [...Array(12).keys()].map((m) => [`10:${String(m).padStart(2, "0")}`, m === 3 ? 2 : 1]),
+        "one bucket a minute, at the minute's start",
+      );
+      const fives = await series.aggregate(availabilitySamples, {
+        ...q,
+        bucket: "five_minutes",
+        measures: { n: { fn: "count" } },
+      });
+      t.same(
+        fives.map((r) => [(r.bucket as Date).toISOString().slice(11, 16), r.n]),
+        [
+          ["10:00", 6],
+          ["10:05", 5],
+          ["10:10", 2],
+        ],
+        "5-minute buckets aligned to :00, :05, :10",
+      );
+      const bins = await series.aggregate(availabilitySamples, {
+        ...q,
+        bucket: "all",
+        bin: { column: "response_time_ms", perDoubling: 16 },
+        measures: {
+          n: { fn: "count", column: "response_time_ms" },
+          total: { fn: "sum", column: "response_time_ms" },
+        },
+      });
+      const bin = (v: number) => Math.floor(Math.log(v + 1) * (16 / Math.LN2));
+      t.same(
+        bins
+          .map((r) => [r.bin, r.n, r.total])
+          .sort((a, b) => Number(a[0] ?? Infinity) - Number(b[0] ?? Infinity)),
+        [
+          [bin(100), 11, 1100],
+          [bin(600), 1, 600],
+          [null, 0, null],
+        ],
+        "floor(log2(v + 1) · 16) per value, the null value in a bin of its own",
+      );
+      await t.rejects(
+        async () =>
+          series.aggregate(availabilitySamples, {
+            ...q,
+            bucket: "all",
+            bin: { column: "response_time_ms", perDoubling: 16 },
+            measures: { p: { fn: "percentile", column: "response_time_ms", p: 0.5 } },
+          }),
+        /cannot be binned/,
+      );
+    });
+
     await t.test("bad rows are rejected naming the field, and nothing of the batch is stored", async (t) => {
       const at = MONDAY + 30 * DAY;
       const good = sample(at, "bad1", true, 10);

@@ -10,6 +10,7 @@ import { expireQuestdbTable } from "./questdb-expire.js";
 import { toAggregateRow, toPage } from "./sql.js";
 import {
   afterClause,
+  binSql,
   checkGroupBy,
   measureSql,
   orderNewestFirst,
@@ -42,7 +43,14 @@ export interface QuestdbOptions {
   onQuery?: (sql: string, params: unknown[]) => void;
 }
 
-const bucketUnit = { hour: "1h", day: "1d", week: "1w", month: "1M" } as const;
+const bucketUnit = {
+  minute: "1m",
+  five_minutes: "5m",
+  hour: "1h",
+  day: "1d",
+  week: "1w",
+  month: "1M",
+} as const;
 const names = (cols: string[]) => cols.map((g) => `, ${g}`).join("");
 
 /** QuestDB sends TIMESTAMP as text without a zone; it is UTC. int8 as numbers, as elsewhere. */
@@ -290,6 +298,7 @@ export async function createQuestdbSeriesStore(opts: QuestdbOptions): Promise<Qu
     },
 
     async aggregate(table, q: AggregateQuery): Promise<AggregateRow[]> {
+      const bin = binSql(table, q); // checked first: a binned query has no percentile
       const percentiles = Object.entries(q.measures).filter(([, m]) => m.fn === "percentile");
       if (percentiles.length > 0) return withPercentiles(table, q, percentiles);
       const groupBy = checkGroupBy(table, q);
@@ -297,15 +306,18 @@ export async function createQuestdbSeriesStore(opts: QuestdbOptions): Promise<Qu
       const conds = whereClauses(table, q, p, tsParam);
       const measures = Object.entries(q.measures).map(([alias, m]) => measureSql(table, alias, m, "questdb"));
       const where = conds.length ? ` WHERE ${conds.join(" AND ")}` : "";
+      // QuestDB groups by every selected expression that is not an aggregate, the bin too
+      const keys = bin ? [...groupBy, `${bin}::long AS bin`] : groupBy;
+      const order = bin ? [...groupBy, "bin"] : groupBy;
       const sql =
         q.bucket === "all"
           ? // no SAMPLE BY: QuestDB groups by the non-aggregated columns
-            `SELECT ${[...groupBy, ...measures].join(", ")} FROM ${nameOf(table)}${where}` +
-            (groupBy.length ? ` ORDER BY ${groupBy.join(", ")}` : "")
-          : `SELECT ts AS bucket${names(groupBy)}, ${measures.join(", ")} FROM ${nameOf(table)}${where}` +
-            ` SAMPLE BY ${bucketUnit[q.bucket]} ALIGN TO CALENDAR ORDER BY bucket${names(groupBy)}`;
+            `SELECT ${[...keys, ...measures].join(", ")} FROM ${nameOf(table)}${where}` +
+            (order.length ? ` ORDER BY ${order.join(", ")}` : "")
+          : `SELECT ts AS bucket${names(keys)}, ${measures.join(", ")} FROM ${nameOf(table)}${where}` +
+            ` SAMPLE BY ${bucketUnit[q.bucket]} ALIGN TO CALENDAR ORDER BY bucket${names(order)}`;
       const res = await query(sql, p.values);
-      return res.rows.map((r) => toAggregateRow(r, groupBy, Object.keys(q.measures)));
+      return res.rows.map((r) => toAggregateRow(r, groupBy, Object.keys(q.measures), !!bin));
     },
 
     async expire(table, rules) {

@@ -107,10 +107,25 @@ export function checkGroupBy(table: TableDef, q: AggregateQuery): string[] {
   const groupBy = q.groupBy ?? [];
   for (const g of groupBy) {
     const def = checkColumn(table, g);
-    if (def.type !== "symbol" && def.type !== "string" && def.type !== "boolean")
+    if (def.type !== "symbol" && def.type !== "string" && def.type !== "boolean" && def.type !== "long")
       throw new Error(`cannot group by ${g}`);
   }
   return groupBy;
+}
+
+/**
+ * The `bin` expression of a query (types.ts LogBin), or null: the natural logarithm times a
+ * constant written out in full, so both backends multiply by the very same double.
+ */
+export function binSql(table: TableDef, q: AggregateQuery): string | null {
+  if (!q.bin) return null;
+  const def = checkColumn(table, q.bin.column);
+  if (def.type !== "double" && def.type !== "long") throw new Error(`${q.bin.column} is not numeric`);
+  const k = q.bin.perDoubling / Math.LN2;
+  if (!(Number.isFinite(k) && k > 0 && k <= 1000)) throw new Error(`bad bin resolution ${q.bin.perDoubling}`);
+  if (Object.values(q.measures).some((m) => m.fn === "percentile"))
+    throw new Error("percentiles cannot be binned");
+  return `floor(ln(${q.bin.column} + 1) * ${k.toPrecision(17)})`;
 }
 
 /** Numbers from either driver (a count may arrive as a string) as numbers; null stays null. */

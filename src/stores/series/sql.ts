@@ -2,6 +2,7 @@ import type { RelationalStore } from "../relational/types.js";
 import { GroupCommit } from "./group-commit.js";
 import { groupCommitWrites, type WriteItem } from "./writes.js";
 import {
+  binSql,
   checkGroupBy,
   measureSql,
   orderNewestFirst,
@@ -29,7 +30,7 @@ const pgType: Record<ColumnType, string> = {
   timestamp: "timestamptz",
 };
 
-const truncUnit = { hour: "hour", day: "day", week: "week", month: "month" } as const;
+const truncUnit = { minute: "minute", hour: "hour", day: "day", week: "week", month: "month" } as const;
 
 /**
  * One upsert per table: the rows travel as one array per column and are expanded with
@@ -129,11 +130,16 @@ export function createSqlSeriesStore(db: RelationalStore): SeriesStore {
       const p = new Params();
       const conds = whereClauses(table, q, p, tsParam);
       const bucket =
-        q.bucket === "all" ? "NULL::timestamptz" : `date_trunc('${truncUnit[q.bucket]}', ts, 'UTC')`;
-      const keys = q.bucket === "all" ? groupBy : [bucket, ...groupBy];
+        q.bucket === "all"
+          ? "NULL::timestamptz"
+          : q.bucket === "five_minutes"
+            ? "date_bin('5 minutes', ts, TIMESTAMPTZ '2000-01-01 00:00:00+00')"
+            : `date_trunc('${truncUnit[q.bucket]}', ts, 'UTC')`;
+      const bin = binSql(table, q);
+      const keys = [...(q.bucket === "all" ? [] : [bucket]), ...groupBy, ...(bin ? [bin] : [])];
       const measures = Object.entries(q.measures).map(([alias, m]) => measureSql(table, alias, m, "sql"));
       const sql =
-        `SELECT ${bucket} AS bucket${groupBy.map((g) => `, ${g}`).join("")}, ${measures.join(", ")}` +
+        `SELECT ${bucket} AS bucket${groupBy.map((g) => `, ${g}`).join("")}${bin ? `, ${bin}::bigint AS bin` : ""}, ${measures.join(", ")}` +
         ` FROM ${table.name}` +
         (conds.length ? ` WHERE ${conds.join(" AND ")}` : "") +
         (keys.length ? ` GROUP BY ${keys.join(", ")}` : "") +
@@ -143,7 +149,7 @@ export function createSqlSeriesStore(db: RelationalStore): SeriesStore {
             : ""
           : ` ORDER BY bucket${groupBy.map((g) => `, ${g}`).join("")}`);
       const res = await db.query(sql, p.values);
-      return res.rows.map((r) => toAggregateRow(r, groupBy, Object.keys(q.measures)));
+      return res.rows.map((r) => toAggregateRow(r, groupBy, Object.keys(q.measures), !!bin));
     },
 
     async expire(table, rules) {
@@ -202,9 +208,11 @@ export function toAggregateRow(
   r: Record<string, unknown>,
   groupBy: string[],
   measures: string[],
+  bin = false,
 ): AggregateRow {
   const out: AggregateRow = { bucket: (r.bucket as Date | undefined) ?? null };
   for (const g of groupBy) out[g] = (r[g] as string | null) ?? null;
+  if (bin) out.bin = toNumberOrNull(r.bin);
   for (const m of measures) out[m] = toNumberOrNull(r[m]);
   return out;
 }

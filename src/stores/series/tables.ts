@@ -152,6 +152,28 @@ export const availabilityMonthly = table("availability_monthly", rollupColumns, 
  */
 export const availabilityPartial = table("availability_partial", rollupColumns, ["connection_id"]);
 
+/**
+ * The anomaly detector's 5-minute aggregates (src/anomalies/buckets.ts), rolled up from the raw
+ * tables, from which the baselines are read: a window on 7 days is a few rows per connection
+ * instead of every sample in it. `ts` is the bucket's start; `metric` one of the detector's metrics; for the percentile metrics
+ * (response_time, gateway_latency) one row per logarithmic bin of the values (`bin` ≥ 0, `n`
+ * values summing to `total`), for the others one row with `bin` −1: failure_rate `n` checks of
+ * which `total` failed, execution_failure_rate `n` finished runs of which `total` failed,
+ * token_volume and token_spend `n` rows adding up to `total` tokens or US dollars. Kept 9 days
+ * (a window and its 7 baseline days, and the catch-up).
+ */
+export const anomalyBuckets = table(
+  "anomaly_buckets",
+  {
+    connection_id: { type: "symbol" },
+    metric: { type: "symbol" },
+    bin: { type: "long" },
+    n: { type: "long" },
+    total: { type: "double" },
+  },
+  ["connection_id", "metric", "bin"],
+);
+
 export const seriesTables = {
   availabilitySamples,
   executions,
@@ -161,6 +183,7 @@ export const seriesTables = {
   availabilityDaily,
   availabilityMonthly,
   availabilityPartial,
+  anomalyBuckets,
 } as const;
 
 export type SeriesTable = (typeof seriesTables)[keyof typeof seriesTables];

@@ -38,8 +38,19 @@ export interface Page<R> {
   next: Position | null;
 }
 
-/** Calendar buckets, or `all` for one row per group over the whole range. */
-export type Bucket = "hour" | "day" | "week" | "month" | "all";
+/** Calendar buckets (five_minutes: aligned to :00, :05, …), or `all` for one row per group over the whole range. */
+export type Bucket = "minute" | "five_minutes" | "hour" | "day" | "week" | "month" | "all";
+
+/**
+ * Groups rows also by a logarithmic bin of a numeric column, returned as `bin`:
+ * `floor(log2(value + 1) · perDoubling)` (null for a null value), the same whole number on both
+ * backends. With `count` and `sum` per bin, a percentile of many buckets merged is found from
+ * the bins (src/anomalies/windows.ts) within 2^(1/perDoubling) of the exact value.
+ */
+export interface LogBin {
+  column: string;
+  perDoubling: number;
+}
 
 export type Measure =
   /** Rows, or with a column the rows where it is not null. */
@@ -61,6 +72,8 @@ export interface AggregateQuery {
   since?: Date;
   until?: Date;
   groupBy?: string[];
+  /** Also group by a logarithmic bin of a numeric column (no percentile measures with it). */
+  bin?: LogBin;
   measures: Record<string, Measure>;
 }
 
