@@ -101,16 +101,6 @@ export const envSchema = z.object({
       .default(3.5),
   ),
   ANOMALY_MIN_BASELINE_DAYS: intVar(3, 7, 5),
-  /** Renamed: refused with what to set instead (the baseline is no longer made of hours). */
-  ANOMALY_MIN_BASELINE_HOURS: z.preprocess(
-    emptyToUndefined,
-    z
-      .undefined({
-        error:
-          "was renamed ANOMALY_MIN_BASELINE_DAYS (the baseline is now the same window on each of the 7 previous days); set that instead",
-      })
-      .optional(),
-  ),
   WEBHOOK_ALLOW_HTTP_LOOPBACK: boolVar(false),
   CORS_ORIGINS: z.preprocess(
     emptyToUndefined,
@@ -247,7 +237,16 @@ function anomalySettingsProblems(e: Env): { variable: string; message: string }[
   return out;
 }
 
+/** Variables that were renamed: refused with what to set instead, so a setting is never silently ignored. */
+const RENAMED: Record<string, string> = {
+  ANOMALY_MIN_BASELINE_HOURS:
+    "was renamed ANOMALY_MIN_BASELINE_DAYS (the baseline is now the same window on each of the 7 previous days); set that instead",
+};
+
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const renamed = Object.keys(RENAMED).filter((k) => emptyToUndefined(env[k]) !== undefined);
+  if (renamed.length > 0)
+    throw new ConfigError(renamed.map((variable) => ({ variable, message: RENAMED[variable] as string })));
   const parsed = envSchema.safeParse(env);
   if (!parsed.success) {
     throw new ConfigError(

@@ -128,8 +128,8 @@ const anomalyOut = z.object({
     .string()
     .describe(
       "What was unusual: response_time (p95 of checks, ms), failure_rate (failed checks, 0..1), " +
-        "execution_failure_rate (0..1), gateway_latency (p95 of heartbeats, ms), token_volume (tokens per hour) " +
-        "or token_spend (US dollars per hour)",
+        "execution_failure_rate (0..1), gateway_latency (p95 of heartbeats, ms), token_volume (tokens in the window) " +
+        "or token_spend (US dollars in the window)",
     ),
   status: z.string().describe("open or resolved"),
   detectedAt: iso,
@@ -137,14 +137,17 @@ const anomalyOut = z.object({
   windowStart: iso,
   windowEnd: iso,
   observed: z.number(),
-  baselineMedian: z.number().nullable().describe("Median of the same hour of day over the previous 7 days"),
+  baselineMedian: z
+    .number()
+    .nullable()
+    .describe("Median of the same clock window on each of the previous 7 days"),
   bandLow: z.number().nullable(),
-  bandHigh: z.number().nullable().describe("Above this the hour was anomalous"),
+  bandHigh: z.number().nullable().describe("Above this the window was anomalous"),
   baselineMean: z.number().describe("Mean of the 7-day baseline"),
   baselineStddev: z.number(),
   zScore: z.number().describe("Robust score: (observed - median) / the band's scale (1.4826 x MAD, floored)"),
-  startedAt: iso.nullable().describe("Start of the first anomalous hour"),
-  endedAt: iso.nullable().describe("End of the last anomalous hour; null while open"),
+  startedAt: iso.nullable().describe("Where the run of deviating minutes began"),
+  endedAt: iso.nullable().describe("End of the last one-minute step above the band; null while open"),
 });
 
 // --- get_alert_history ---

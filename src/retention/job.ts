@@ -2,6 +2,7 @@ import type { AppContext } from "../core/context.js";
 import {
   availabilityDaily,
   availabilityMonthly,
+  anomalyBuckets,
   availabilityPartial,
   availabilitySamples,
 } from "../stores/series/tables.js";
@@ -31,6 +32,10 @@ export async function expire(ctx: AppContext): Promise<Record<string, number>> {
   const partial = await series.expire(availabilityPartial, [
     { before: new Date(now.getTime() - 2 * DAY_MS), keep: [] },
   ]);
+  // the anomaly detector's 5-minute buckets: a window, its 7 baseline days and the catch-up
+  const buckets = await series.expire(anomalyBuckets, [
+    { before: new Date(now.getTime() - 9 * DAY_MS), keep: [] },
+  ]);
   const idempotency = await expireIdempotencyKeys(
     ctx.stores.db,
     new Date(now.getTime() - IDEMPOTENCY_HOURS * 3_600_000),
@@ -40,6 +45,7 @@ export async function expire(ctx: AppContext): Promise<Record<string, number>> {
     availability_daily: daily,
     availability_monthly: monthly,
     availability_partial: partial,
+    anomaly_buckets: buckets,
     usage_idempotency_keys: idempotency,
   };
 }

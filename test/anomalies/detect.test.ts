@@ -2,6 +2,7 @@ import t from "tap";
 import { detectAnomalies } from "../../src/anomalies/detect.js";
 import { anomalyDetectorJob } from "../../src/jobs/jobs.js";
 import { JOB_LOCKS, runJob } from "../../src/jobs/runner.js";
+import { expire } from "../../src/retention/job.js";
 import { call } from "../helpers/tenants.js";
 import { type AnomalySnapshot, anomalyWorld, SURGE_USD, TEST_DAY } from "./fixtures/world.js";
 
@@ -72,6 +73,13 @@ for (const [relational, series] of BACKENDS) {
           ],
           "by 10:14 every surge opened its connection's incident (latency and spend first, then the failure rates)",
         );
+        const ob = await call(aw.app, aw.w.keys.bobOrgB, "GET", `/v1/anomalies?connection_id=${aw.conns.OB}`);
+        t.equal(ob.statusCode, 200, "the API serves every metric's anomalies");
+        t.same((ob.json() as { data: { metric: string }[] }).data.map((a) => a.metric).sort(), [
+          "gateway_latency",
+          "token_spend",
+          "token_volume",
+        ]);
         const res = await call(
           aw.app,
           aw.w.keys.alicePersonal,
@@ -262,4 +270,18 @@ t.test("the job: its lock and its configured interval", async (t) => {
     "SELECT judged_through FROM anomaly_detector_progress",
   );
   t.equal(new Date(progress.rows[0]?.judged_through as Date).toISOString(), at("10:30").toISOString());
+
+  const buckets = async () =>
+    Number(
+      (await aw.ctx.stores.db.query<{ n: string }>("SELECT count(*) AS n FROM anomaly_buckets")).rows[0]?.n,
+    );
+  const rolled = await buckets();
+  t.ok(rolled > 0, "the 5-minute buckets of the baseline days are rolled up");
+  aw.ctx.now = () => new Date(TEST_DAY + 2 * 86_400_000 + 11 * 3_600_000); // 9 days after 11-03 11:00
+  const removed = await expire(aw.ctx);
+  t.ok(
+    removed.anomaly_buckets > 0 && removed.anomaly_buckets < rolled,
+    "retention removes buckets older than 9 days",
+  );
+  t.equal(await buckets(), rolled - removed.anomaly_buckets);
 });

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ANOMALY_METRICS } from "../../anomalies/baselines.js";
 import { EXECUTION_STATUSES, METRIC_TYPES } from "../read-queries.js";
 import { cursorPage, cursorPagination, oneOf, timestamp } from "./common.js";
 
@@ -90,13 +91,16 @@ const requiredTime = z.string().nullable().pipe(timestamp);
 export const anomaly = z.object({
   id: z.string(),
   connection_id: z.string(),
-  metric: oneOf(["response_time", "failure_rate", "execution_failure_rate", "token_spend"]),
+  metric: oneOf(ANOMALY_METRICS).describe(
+    "response_time and gateway_latency: p95 (ms); failure_rate and execution_failure_rate: 0..1; " +
+      "token_volume (tokens) and token_spend (US dollars) over the window",
+  ),
   status: oneOf(["open", "resolved"]),
   detected_at: requiredTime,
   resolved_at: timestamp.nullable(),
-  window_start: requiredTime,
-  window_end: requiredTime,
-  observed: z.number(),
+  window_start: requiredTime.describe("start of the window that opened the anomaly (15 minutes by default)"),
+  window_end: requiredTime.describe("end of that window: the one-minute evaluation step that opened it"),
+  observed: z.number().describe("the metric over that window"),
   baseline_mean: z.number(),
   baseline_stddev: z.number(),
   z_score: z.number(),
@@ -104,8 +108,8 @@ export const anomaly = z.object({
   baseline_mad: z.number().nullable(),
   band_low: z.number().nullable(),
   band_high: z.number().nullable(),
-  started_at: timestamp.nullable(),
-  ended_at: timestamp.nullable(),
+  started_at: timestamp.nullable().describe("where the run of deviating minutes began"),
+  ended_at: timestamp.nullable().describe("end of the last evaluation step above the band; null while open"),
 });
 
 export const availabilityPage = cursorPage(availabilitySample);
