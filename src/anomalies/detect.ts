@@ -92,8 +92,14 @@ const METRIC_WORDS: Record<AnomalyMetric, { name: string; fmt: (v: number) => st
 /** Steps a run judges from the whole fleet at once; more (a catch-up) go connection chunk by chunk. */
 const LIVE_STEPS = 5;
 const CATCH_UP_CHUNK = 50;
-/** Baselines kept per 5-minute slot for the next runs (one process judges in a row). */
-const baselineCache = perApp(() => new Map<number, Map<string, Baseline>>());
+/**
+ * Baselines kept per 5-minute slot for this process's next runs, valid while it is the one that
+ * judges (`judgedThrough` is what it saved last; another node's run in between clears them).
+ */
+const baselineCache = perApp(() => ({
+  slots: new Map<number, Map<string, Baseline>>(),
+  judgedThrough: null as number | null,
+}));
 
 interface Baseline {
   long: number[];
@@ -164,6 +170,8 @@ export async function detectAnomalies(ctx: AppContext): Promise<DetectorRun> {
   };
 
   const progress = await selectDetectorProgress(db);
+  const cache = baselineCache(ctx);
+  if ((progress.judgedThrough?.getTime() ?? null) !== cache.judgedThrough) cache.slots.clear();
   const marks = await selectLateMarks(db, at);
   await ctx.stores.series.waitVisible(); // every row marked or acknowledged before is readable
 
@@ -181,7 +189,7 @@ export async function detectAnomalies(ctx: AppContext): Promise<DetectorRun> {
   }
   for (const [b, ids] of reroll)
     run.rolled += await rollBuckets(ctx, new Date(b), new Date(b + BUCKET_MS), [...ids]);
-  if (reroll.size > 0) baselineCache(ctx).clear();
+  if (reroll.size > 0) cache.slots.clear();
   const rolledThrough = new Date(Math.max(rollUntil, progress.rolledThrough?.getTime() ?? 0));
 
   // 2. the steps not judged yet
@@ -208,10 +216,9 @@ export async function detectAnomalies(ctx: AppContext): Promise<DetectorRun> {
   }
   if (again.size > 0) await judgeAgain(ctx, s, connections, again, progress.judgedThrough as Date, run, at);
 
-  await saveDetectorProgress(db, {
-    judgedThrough: ends.length > 0 ? new Date(settled) : progress.judgedThrough,
-    rolledThrough,
-  });
+  const judgedThrough = ends.length > 0 ? new Date(settled) : progress.judgedThrough;
+  await saveDetectorProgress(db, { judgedThrough, rolledThrough });
+  cache.judgedThrough = judgedThrough?.getTime() ?? null;
   await deleteLateMarks(db, marks);
   if (run.opened || run.resolved || run.past)
     ctx.log.info({ job: "anomaly-detector", ...run }, "anomalies detected");
@@ -428,7 +435,7 @@ async function baselinesFor(
   cache: boolean,
 ): Promise<Map<number, Map<string, Baseline>>> {
   const slots = [...new Set(ends.map(bucketStart))];
-  const cached = baselineCache(ctx);
+  const cached = baselineCache(ctx).slots;
   const out = new Map<number, Map<string, Baseline>>();
   const missing = slots.filter((f) => {
     const hit = cache ? cached.get(f) : undefined;

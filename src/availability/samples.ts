@@ -147,7 +147,12 @@ export async function writeSamples(ctx: AppContext, rows: readonly Sample[]): Pr
   if (rows.length === 0) return;
   await ctx.stores.series.append(availabilitySamples, rows);
   await samplesCommitted(ctx, rows);
-  await markLate(ctx, rows); // a slow check or gap-fill: the anomaly detector judges its minute again
+  // a slow check: the anomaly detector judges its minute again (gap-fill is synthetic: not judged)
+  const late = markLate(
+    ctx,
+    rows.filter((r) => !r.synthetic),
+  );
+  if (late) await late;
 }
 
 /**
