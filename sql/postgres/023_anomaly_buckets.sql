@@ -25,8 +25,13 @@ CREATE TABLE anomaly_late_minutes (
   connection_id text NOT NULL,
   minute timestamptz NOT NULL,
   marked_at timestamptz NOT NULL,
+  -- its bucket was rolled up again since it was marked; the mark waits to be judged again
+  rerolled boolean NOT NULL DEFAULT false,
   PRIMARY KEY (connection_id, minute)
 );
+
+-- At most one open anomaly per connection and metric, whatever happens to the detector's lock.
+CREATE UNIQUE INDEX anomalies_one_open ON anomalies (connection_id, metric) WHERE status = 'open';
 
 -- The hourly detector's streaks counted hours; the detector now counts one-minute evaluations.
 -- Open anomalies stay open and resolve once their metric is back inside its band.

@@ -13,13 +13,13 @@ import {
   SUM_METRICS,
 } from "./baselines.js";
 import { BUCKET_MS, bucketStart, rollBuckets } from "./buckets.js";
-import { deleteLateMarks, SETTLE_MS, selectLateMarks } from "./late.js";
+import { deleteLateMarks, LATE_MS, type LateMark, markRerolled, SETTLE_MS, selectLateMarks } from "./late.js";
 import {
-  anomalyOverlaps,
   countOpenAnomalies,
   type DetectorConnection,
   type DetectorState,
   insertAnomaly,
+  overlappingAnomaly,
   resolveAnomaly,
   saveDetectorProgress,
   selectDetectorConnections,
@@ -90,7 +90,13 @@ const METRIC_WORDS: Record<AnomalyMetric, { name: string; fmt: (v: number) => st
 };
 
 /** Steps a run judges from the whole fleet at once; more (a catch-up) go connection chunk by chunk. */
-const LIVE_STEPS = 5;
+const LIVE_STEPS = 10;
+/**
+ * How long after a 5-minute bucket ends it is rolled up: the baselines are a day old or more, so
+ * waiting costs nothing, and rows up to this late (or a node's clock this far behind) are in;
+ * later ones are marked (late.ts) and rolled up again.
+ */
+const ROLL_LAG_MS = LATE_MS;
 const CATCH_UP_CHUNK = 50;
 /**
  * Baselines kept per 5-minute slot for this process's next runs, valid while it is the one that
@@ -109,7 +115,11 @@ interface Baseline {
 /** What a step found for one connection and metric. */
 interface Verdict {
   end: number;
-  above: boolean;
+  /**
+   * Null: unknown, the window is above its band but the short window has no rows (a source that
+   * reports less often than the short window is long): neither extends nor breaks a streak.
+   */
+  above: boolean | null;
   observed: number | null;
   j: Judgement | null;
   /** When above: the start of the run of minutes before `end` that are each above the short band. */
@@ -170,27 +180,53 @@ export async function detectAnomalies(ctx: AppContext): Promise<DetectorRun> {
   };
 
   const progress = await selectDetectorProgress(db);
+  // A clock that went back (or progress saved by a node whose clock ran ahead): judged steps and
+  // rolled buckets in the future are taken back to now, so they are judged and rolled up again
+  // with the data they will really hold, instead of being skipped until the clock catches up.
+  if (progress.judgedThrough && progress.judgedThrough.getTime() > settled) {
+    ctx.log.warn(
+      { job: "anomaly-detector", judgedThrough: progress.judgedThrough.toISOString(), now: at.toISOString() },
+      "anomaly detector: judged up to a time still ahead of this clock (a clock that went back?); judging again from now",
+    );
+    progress.judgedThrough = new Date(settled);
+  }
+  const rollUntil = bucketStart(at.getTime() - ROLL_LAG_MS);
+  if (progress.rolledThrough && progress.rolledThrough.getTime() > rollUntil)
+    progress.rolledThrough = new Date(rollUntil);
   const cache = baselineCache(ctx);
   if ((progress.judgedThrough?.getTime() ?? null) !== cache.judgedThrough) cache.slots.clear();
   const marks = await selectLateMarks(db, at);
   await ctx.stores.series.waitVisible(); // every row marked or acknowledged before is readable
 
-  // 1. the 5-minute buckets: new ones, then those already rolled that received late rows
-  const rollUntil = bucketStart(settled);
+  // 1. the 5-minute buckets: new ones (progress saved an hour at a time, so a first run over a
+  // week that stops halfway goes on where it stopped), then those already rolled that received
+  // late rows
   const oldest = bucketStart(catchUpFrom - s.window * MINUTE_MS - 7 * DAY_MS);
   const rolledBefore = progress.rolledThrough ? Math.max(progress.rolledThrough.getTime(), oldest) : oldest;
+  let rolledThrough = new Date(Math.max(rolledBefore, progress.rolledThrough?.getTime() ?? 0));
   if (rollUntil > rolledBefore)
-    run.rolled += await rollBuckets(ctx, new Date(rolledBefore), new Date(rollUntil));
+    run.rolled += await rollBuckets(ctx, new Date(rolledBefore), new Date(rollUntil), {
+      saved: async (through) => {
+        rolledThrough = through;
+        await saveDetectorProgress(db, { judgedThrough: progress.judgedThrough, rolledThrough: through });
+      },
+    });
   const reroll = new Map<number, Set<string>>();
+  const useless = oldest; // a bucket older than any baseline a judgement reads
   for (const m of marks) {
     const b = bucketStart(m.minute.getTime());
-    if (b + BUCKET_MS > rolledBefore) continue; // rolled just now, with the late rows
+    if (b + BUCKET_MS > rolledBefore || b < useless || m.rerolled) continue; // rolled with its late rows, or not read
     reroll.set(b, (reroll.get(b) ?? new Set()).add(m.connection_id));
   }
   for (const [b, ids] of reroll)
-    run.rolled += await rollBuckets(ctx, new Date(b), new Date(b + BUCKET_MS), [...ids]);
-  if (reroll.size > 0) cache.slots.clear();
-  const rolledThrough = new Date(Math.max(rollUntil, progress.rolledThrough?.getTime() ?? 0));
+    for (const part of chunk([...ids], 1000))
+      run.rolled += await rollBuckets(ctx, new Date(b), new Date(b + BUCKET_MS), { connections: part });
+  // cached baselines read buckets a day old or older
+  if ([...reroll.keys()].some((b) => b < at.getTime() - DAY_MS + s.window * MINUTE_MS)) cache.slots.clear();
+  await markRerolled(
+    db,
+    marks.filter((m) => reroll.has(bucketStart(m.minute.getTime()))),
+  );
 
   // 2. the steps not judged yet
   const judgedBefore = Math.max(progress.judgedThrough?.getTime() ?? -Infinity, catchUpFrom);
@@ -205,21 +241,26 @@ export async function detectAnomalies(ctx: AppContext): Promise<DetectorRun> {
     run.judgedThrough = new Date(settled).toISOString();
   }
 
-  // 3. late rows in minutes that have left every window judged since: judged again, per connection
-  const leftBy = (progress.judgedThrough?.getTime() ?? -Infinity) - s.window * MINUTE_MS;
+  // 3. late rows, once their minute has left every window and its hysteresis: that connection's
+  // steps around them judged again; until then the marks wait (the short window may never have
+  // held them)
+  const judgedThrough = ends.length > 0 ? new Date(settled) : progress.judgedThrough;
+  const leftBy = (judgedThrough?.getTime() ?? -Infinity) - (s.window + s.n) * MINUTE_MS;
   const again = new Map<string, { from: number; to: number }>();
+  const done: LateMark[] = [];
   for (const m of marks) {
     const t = m.minute.getTime();
-    if (t >= leftBy || t < catchUpFrom) continue;
+    if (t >= leftBy && t >= oldest) continue; // still to be judged live, or to wait
+    done.push(m);
+    if (t < catchUpFrom) continue; // older than anything the detector judges
     const r = again.get(m.connection_id) ?? { from: t, to: t };
     again.set(m.connection_id, { from: Math.min(r.from, t), to: Math.max(r.to, t) });
   }
-  if (again.size > 0) await judgeAgain(ctx, s, connections, again, progress.judgedThrough as Date, run, at);
+  if (again.size > 0 && judgedThrough) await judgeAgain(ctx, s, connections, again, judgedThrough, run, at);
 
-  const judgedThrough = ends.length > 0 ? new Date(settled) : progress.judgedThrough;
   await saveDetectorProgress(db, { judgedThrough, rolledThrough });
   cache.judgedThrough = judgedThrough?.getTime() ?? null;
-  await deleteLateMarks(db, marks);
+  await deleteLateMarks(db, done);
   if (run.opened || run.resolved || run.past)
     ctx.log.info({ job: "anomaly-detector", ...run }, "anomalies detected");
   return run;
@@ -246,7 +287,8 @@ async function judgeSteps(
   const quiet: DetectorState[] = [];
   for (const ids of chunks) {
     const keys = new Set<string>();
-    if (ids) for (const k of states.keys()) if (ids.includes(k.slice(0, k.lastIndexOf("/")))) keys.add(k);
+    const inChunk = ids ? new Set(ids) : null;
+    if (inChunk) for (const k of states.keys()) if (inChunk.has(k.slice(0, k.lastIndexOf("/")))) keys.add(k);
     if (!ids) for (const k of states.keys()) keys.add(k);
     const verdicts = await verdictsFor(ctx, s, ends, ids, keys, live, run);
     const outcomes = new Map<string, Outcome[]>();
@@ -296,9 +338,9 @@ async function judgeAgain(
   const ids = [...ranges.keys()].filter((id) => byId.has(id));
   for (const part of chunk(ids, CATCH_UP_CHUNK)) {
     const from = Math.min(...part.map((id) => (ranges.get(id) as { from: number }).from));
-    const to = Math.max(...part.map((id) => (ranges.get(id) as { to: number }).to));
     const first = from + MINUTE_MS - s.n * MINUTE_MS; // a streak the late rows complete
-    const last = Math.min(to + (s.window + s.n) * MINUTE_MS, judgedThrough.getTime());
+    // to the last step judged: the rows after the late ones (on time) belong to the same episode
+    const last = judgedThrough.getTime();
     const ends: number[] = [];
     for (let e = first; e <= last; e += MINUTE_MS) ends.push(e);
     if (ends.length === 0) continue;
@@ -314,7 +356,7 @@ async function judgeAgain(
       if (ended.length === 0) continue;
       const fresh: Episode[] = [];
       for (const e of ended)
-        if (!(await anomalyOverlaps(ctx.stores.db, connectionId, metric, e.startedAt, e.endedAt as Date)))
+        if (!(await overlappingAnomaly(ctx.stores.db, connectionId, metric, e.startedAt, e.endedAt as Date)))
           fresh.push(e);
       if (fresh.length === 0) continue;
       await ctx.stores.db.transaction(async (tx) => {
@@ -382,7 +424,7 @@ async function verdictsFor(
           : null;
       const jShort = vShort ? judge(metric, vShort.value, base.short, s.threshold, s.minDays, s.short) : null;
       if (jLong && run) run.judged++;
-      const above = !!(jLong?.outside && jShort?.outside);
+      const above = jLong?.outside && !vShort ? null : !!(jLong?.outside && jShort?.outside);
       vs.push({
         end,
         above,
@@ -456,16 +498,23 @@ async function baselinesFor(
     );
     for (const [key, list] of rows) {
       const metric = key.slice(key.lastIndexOf("/") + 1) as AnomalyMetric;
+      // the key's buckets by start: a window is the few buckets before its end
+      const at = new Map<number, MetricRow[]>();
+      for (const r of list) {
+        const t = r.ts.getTime();
+        const b = at.get(t);
+        if (b) b.push(r);
+        else at.set(t, [r]);
+      }
       for (const f of missing) {
         const end = f - d * DAY_MS;
         const long = new Agg();
         const short = new Agg();
-        for (const r of list) {
-          const t = r.ts.getTime();
-          if (t >= end || t < end - s.window * MINUTE_MS) continue;
-          long.add(r);
-          if (t >= end - s.short * MINUTE_MS) short.add(r);
-        }
+        for (let t = end - s.window * MINUTE_MS; t < end; t += BUCKET_MS)
+          for (const r of at.get(t) ?? []) {
+            long.add(r);
+            if (t >= end - s.short * MINUTE_MS) short.add(r);
+          }
         const perKey = out.get(f) as Map<string, Baseline>;
         const b = perKey.get(key) ?? { long: [], short: [] };
         const vLong = valueOf(metric, long);
@@ -489,9 +538,17 @@ function step(prev: DetectorState, verdicts: Verdict[], s: Settings): Outcome {
   const episodes: Episode[] = [];
   let resolved: Outcome["resolved"] = null;
   let judged = false;
+  let previous = st.last_window.getTime();
   for (const v of verdicts) {
     if (v.end <= st.last_window.getTime()) continue; // judged before a crash stopped that run
     judged = true;
+    // steps that were never judged (a gap longer than the catch-up) break a streak
+    if (previous > 0 && v.end - previous > MINUTE_MS && st.over_streak > 0) {
+      st.over_streak = 0;
+      st.streak_started_at = null;
+    }
+    previous = v.end;
+    if (v.above === null) continue;
     if (v.above && v.j && v.observed !== null) {
       st.under_streak = 0;
       if (st.anomaly_id) continue;
@@ -532,6 +589,7 @@ function step(prev: DetectorState, verdicts: Verdict[], s: Settings): Outcome {
   const changed =
     st.over_streak !== prev.over_streak ||
     st.under_streak !== prev.under_streak ||
+    st.streak_started_at?.getTime() !== prev.streak_started_at?.getTime() ||
     st.anomaly_id !== prev.anomaly_id ||
     episodes.length > 0;
   return { state: st, changed, episodes, resolved };
@@ -581,17 +639,31 @@ async function record(
   let past = 0;
   const opened: Episode[] = [];
   const resolved: string[] = [];
-  for (const o of outcomes) {
-    for (const e of o.episodes) {
-      if (e.endedAt) {
-        if (await anomalyOverlaps(tx, c.id, e.metric, e.startedAt, e.endedAt)) continue;
-        past++;
-      } else opened.push(e);
-      await insertAnomaly(tx, anomalyRow(c.id, e, s, at));
-    }
+  // resolutions first: an anomaly found after one that resolved must not be taken as covered by it
+  for (const o of outcomes)
     if (o.resolved) {
       await resolveAnomaly(tx, o.resolved.id, at, o.resolved.endedAt);
       resolved.push(o.resolved.id);
+    }
+  for (const o of outcomes) {
+    for (const e of o.episodes) {
+      // one already recorded for that time (found from late rows, or by a run that overlapped
+      // this one) is not recorded again
+      const other = await overlappingAnomaly(
+        tx,
+        c.id,
+        e.metric,
+        e.startedAt,
+        e.endedAt ?? new Date(Date.UTC(9999, 0)),
+      );
+      if (other) {
+        // an open one is this anomaly already: the state follows it
+        if (o.state.anomaly_id === e.id) o.state.anomaly_id = other.status === "open" ? other.id : null;
+        continue;
+      }
+      if (e.endedAt) past++;
+      else opened.push(e);
+      await insertAnomaly(tx, anomalyRow(c.id, e, s, at));
     }
     await upsertDetectorState(tx, o.state);
   }

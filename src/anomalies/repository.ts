@@ -176,20 +176,21 @@ export async function saveDetectorProgress(
   );
 }
 
-/** Whether an anomaly of the connection and metric already covers part of [from, to). */
-export async function anomalyOverlaps(
+/** An anomaly of the connection and metric that already covers part of [from, to), if any (an open one first). */
+export async function overlappingAnomaly(
   db: Queryable,
   connectionId: string,
   metric: string,
   from: Date,
   to: Date,
-): Promise<boolean> {
-  const r = await db.query(
-    `SELECT 1 FROM anomalies WHERE connection_id = $1 AND metric = $2
-        AND started_at < $4 AND (ended_at IS NULL OR ended_at > $3) LIMIT 1`,
+): Promise<{ id: string; status: string } | null> {
+  const r = await db.query<{ id: string; status: string }>(
+    `SELECT id, status FROM anomalies WHERE connection_id = $1 AND metric = $2
+        AND started_at < $4 AND (ended_at IS NULL OR ended_at > $3)
+      ORDER BY status = 'open' DESC LIMIT 1`,
     [connectionId, metric, from.toISOString(), to.toISOString()],
   );
-  return r.rows.length > 0;
+  return r.rows[0] ?? null;
 }
 
 /** A new anomaly, as the detector records it: open, or (found for the past) already resolved. */

@@ -1,4 +1,5 @@
 import { detectAnomalies } from "../anomalies/detect.js";
+import { SETTLE_MS } from "../anomalies/late.js";
 import { runBudgetChecks } from "../budgets/job.js";
 import type { AppContext } from "../core/context.js";
 import type { DeliveryJob } from "../notifications/delivery.js";
@@ -49,12 +50,15 @@ export const webhookDeliveryJob: Job = {
 };
 
 /**
- * The anomaly detector (src/anomalies/detect.ts): every ANOMALY_INTERVAL_SECONDS, judges each
- * connection's last complete hour against the same hour of the previous 7 days.
+ * The anomaly detector (src/anomalies/detect.ts): judges every one-minute step since its last
+ * run. Runs on a fixed cadence, every ANOMALY_INTERVAL_SECONDS counted from the epoch and 31 s
+ * after it (12:00:31, 12:01:31, … with the default 60 s): just after each minute is settled, so a
+ * step is judged as soon as it may be, and a slow run does not push the next ones later.
  */
 export const anomalyDetectorJob: Job = {
   name: "anomaly-detector",
-  intervalMs: (ctx) => ctx.config.anomalies.intervalSeconds * 1000,
+  intervalMs: (ctx) =>
+    untilNextTick(Date.now(), ctx.config.anomalies.intervalSeconds * 1000, SETTLE_MS + 1000),
   lock: JOB_LOCKS.anomalyDetector,
   run: (ctx) => detectAnomalies(ctx),
 };
@@ -112,4 +116,10 @@ export const probeHousekeepingJob: Job = {
 /** A probe process's own: its worker's "probe stats" log line every 10 s (vigil bench probes reads it). */
 export function probeProcessJobs(worker: ProbeWorker): Job[] {
   return [{ name: "probe-stats", intervalMs: 10_000, lock: null, run: async () => worker.report() }];
+}
+
+/** Milliseconds from `now` to the next instant `offset` past a multiple of `interval` (never 0). */
+export function untilNextTick(now: number, interval: number, offset: number): number {
+  const wait = (((offset - now) % interval) + interval) % interval;
+  return wait === 0 ? interval : wait;
 }

@@ -1,6 +1,6 @@
 import t from "tap";
 import { detectAnomalies } from "../../src/anomalies/detect.js";
-import { anomalyDetectorJob } from "../../src/jobs/jobs.js";
+import { anomalyDetectorJob, untilNextTick } from "../../src/jobs/jobs.js";
 import { JOB_LOCKS, runJob } from "../../src/jobs/runner.js";
 import { expire } from "../../src/retention/job.js";
 import { call } from "../helpers/tenants.js";
@@ -263,7 +263,16 @@ t.test("the job: its lock and its configured interval", async (t) => {
   t.equal(anomalyDetectorJob.lock, JOB_LOCKS.anomalyDetector);
   t.equal(JOB_LOCKS.anomalyDetector, 0x76676c07);
   const interval = anomalyDetectorJob.intervalMs;
-  t.equal(typeof interval === "function" ? interval(aw.ctx) : interval, 30_000);
+  const before = Date.now();
+  const wait = typeof interval === "function" ? interval(aw.ctx) : interval;
+  t.ok(wait > 0 && wait <= 30_000, "the next run within the configured 30 s");
+  t.ok(
+    Math.abs(((before + wait) % 30_000) - 1_000) < 100,
+    "on the cadence: 31 s past each 30 s tick of the epoch",
+  );
+  t.equal(untilNextTick(Date.parse("2026-11-10T10:00:00Z"), 60_000, 31_000), 31_000, "10:00:00 → 10:00:31");
+  t.equal(untilNextTick(Date.parse("2026-11-10T10:00:31Z"), 60_000, 31_000), 60_000, "10:00:31 → 10:01:31");
+  t.equal(untilNextTick(Date.parse("2026-11-10T10:00:45Z"), 60_000, 31_000), 46_000, "10:00:45 → 10:01:31");
   aw.at(10, 30, 31);
   t.equal(await runJob(aw.ctx, anomalyDetectorJob), true);
   const progress = await aw.ctx.stores.db.query<{ judged_through: Date }>(
@@ -284,4 +293,78 @@ t.test("the job: its lock and its configured interval", async (t) => {
     "retention removes buckets older than 9 days",
   );
   t.equal(await buckets(), rolled - removed.anomaly_buckets);
+});
+
+t.test("a catch-up after an open anomaly resolves it and still finds the next one", async (t) => {
+  const aw = await anomalyWorld(t, "pglite", "pglite", { ANOMALY_CATCH_UP_HOURS: "24" });
+  if (!aw) return;
+  aw.at(7, 20, 31);
+  await detectAnomalies(aw.ctx);
+  t.same(
+    (await aw.rows()).filter((r) => r.connection === "PA").map((r) => [r.started_at.slice(11, 16), r.status]),
+    [["07:00", "open"]],
+    "PA's 07:00 surge is open at 07:20",
+  );
+  aw.at(12, 0, 31); // nothing ran for four and a half hours
+  await detectAnomalies(aw.ctx);
+  t.same(
+    (await aw.rows()).filter((r) => r.connection === "PA").map((r) => [r.started_at.slice(11, 16), r.status]),
+    [
+      ["07:00", "resolved"],
+      ["10:05", "resolved"],
+    ],
+    "the catch-up resolves it, and records the 10:05 surge too",
+  );
+});
+
+t.test("a clock that jumps ahead and back judges nothing twice", async (t) => {
+  const aw = await anomalyWorld(t, "pglite", "pglite", { ANOMALY_CATCH_UP_HOURS: "1" });
+  if (!aw) return;
+  aw.at(10, 0, 31);
+  await detectAnomalies(aw.ctx);
+  aw.at(10, 45, 31); // an hour's worth of steps judged at once: the surges are found, as past ones
+  await detectAnomalies(aw.ctx);
+  const found = await aw.rows();
+  t.same(found.map((r) => [r.connection, r.metric, r.status]), SURGE.map(([c, m]) => [c, m, "resolved"]));
+  for (let minute = 1; minute <= 50; minute++) {
+    aw.at(10, minute, 31); // the clock is put right, and runs on
+    await detectAnomalies(aw.ctx);
+  }
+  t.same(await aw.rows(), found, "each anomaly once, as it was");
+});
+
+t.test("late rows that arrive while their minutes are still in the window are judged too", async (t) => {
+  const aw = await anomalyWorld(t, "pglite", "pglite", { ANOMALY_CATCH_UP_HOURS: "1" });
+  if (!aw) return;
+  const send = async (from: number, to: number) => {
+    for (let m = from; m < to; m++) {
+      const start = at(`11:${String(m).padStart(2, "0")}`);
+      const res = await call(aw.app, aw.ogKey, "POST", "/v1/gateway/ingest", {
+        type: "heartbeat",
+        gateway: { status: "healthy", latencyMs: 55, version: "1.0.0" },
+        tokens: {
+          period: {
+            inputTokens: 1000,
+            outputTokens: 500,
+            estimatedCostUsd: SURGE_USD,
+            startedAt: start.toISOString(),
+            endedAt: new Date(start.getTime() + MINUTE - 1000).toISOString(),
+          },
+        },
+      });
+      t.equal(res.statusCode, 201);
+    }
+  };
+  for (let minute = 35; minute < 100; minute++) {
+    aw.at(11, minute, 31);
+    if (minute === 53) await send(40, 50); // 11:40-11:49, buffered, sent at 11:53
+    await detectAnomalies(aw.ctx);
+  }
+  t.same(
+    (await aw.rows()).filter((r) => r.connection === "OG").map((r) => [r.metric, r.status, r.started_at]),
+    [["token_spend", "resolved", at("11:40").toISOString()]],
+    "the burst is one anomaly, with its real start",
+  );
+  const marks = await aw.ctx.stores.db.query("SELECT count(*)::int AS n FROM anomaly_late_minutes");
+  t.equal(marks.rows[0]?.n, 0, "every late mark was judged and cleared");
 });

@@ -455,7 +455,7 @@ for (const backend of ALL_BACKENDS) {
           total: { fn: "sum", column: "response_time_ms" },
         },
       });
-      const bin = (v: number) => Math.floor(Math.log(v + 1) * (16 / Math.LN2));
+      const bin = (v: number) => Math.floor(Math.log(v + 1) * (16 / Math.LN2) + 1e-9);
       t.same(
         bins
           .map((r) => [r.bin, r.n, r.total])

@@ -125,7 +125,9 @@ export function binSql(table: TableDef, q: AggregateQuery): string | null {
   if (!(Number.isFinite(k) && k > 0 && k <= 1000)) throw new Error(`bad bin resolution ${q.bin.perDoubling}`);
   if (Object.values(q.measures).some((m) => m.fn === "percentile"))
     throw new Error("percentiles cannot be binned");
-  return `floor(ln(${q.bin.column} + 1) * ${k.toPrecision(17)})`;
+  // the epsilon keeps a value whose logarithm lands on a bin's edge (2^j − 1) in the same bin
+  // whichever last bit the backend's ln gives
+  return `floor(ln(${q.bin.column} + 1) * ${k.toPrecision(17)} + 1e-9)`;
 }
 
 /** Numbers from either driver (a count may arrive as a string) as numbers; null stays null. */

@@ -43,7 +43,7 @@ export type Bucket = "minute" | "five_minutes" | "hour" | "day" | "week" | "mont
 
 /**
  * Groups rows also by a logarithmic bin of a numeric column, returned as `bin`:
- * `floor(log2(value + 1) · perDoubling)` (null for a null value), the same whole number on both
+ * `floor(log2(value + 1) · perDoubling + 1e-9)` (null for a null value), the same whole number on both
  * backends. With `count` and `sum` per bin, a percentile of many buckets merged is found from
  * the bins (src/anomalies/windows.ts) within 2^(1/perDoubling) of the exact value.
  */
