@@ -325,7 +325,10 @@ t.test("a clock that jumps ahead and back judges nothing twice", async (t) => {
   aw.at(10, 45, 31); // an hour's worth of steps judged at once: the surges are found, as past ones
   await detectAnomalies(aw.ctx);
   const found = await aw.rows();
-  t.same(found.map((r) => [r.connection, r.metric, r.status]), SURGE.map(([c, m]) => [c, m, "resolved"]));
+  t.same(
+    found.map((r) => [r.connection, r.metric, r.status]),
+    SURGE.map(([c, m]) => [c, m, "resolved"]),
+  );
   for (let minute = 1; minute <= 50; minute++) {
     aw.at(10, minute, 31); // the clock is put right, and runs on
     await detectAnomalies(aw.ctx);
