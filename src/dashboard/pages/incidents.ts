@@ -447,6 +447,7 @@ export async function registerIncidentPages(scope: FastifyInstance, ctx: AppCont
         connections,
         value: metricValue,
         metricWords: (m: string) => METRIC_WORDS[m] ?? m,
+        detector: ctx.config.anomalies,
         nextHref: list.next ? hrefWith("/anomalies", list.filters, list.next) : null,
         firstHref: list.filters.cursor ? hrefWith("/anomalies", list.filters, null) : null,
         filtered: !!(list.filters.status || list.filters.connection_id),
