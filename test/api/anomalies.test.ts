@@ -6,19 +6,24 @@ import { call, seedTenants } from "../helpers/tenants.js";
 t.test("/v1/anomalies: visible connections only, status filter, cursor pages", async (t) => {
   const ta = await testApp(t);
   const w = await seedTenants(ta);
-  const insert = async (connection: string, minutesAgo: number, status = "open") => {
+  const insert = async (
+    connection: string,
+    minutesAgo: number,
+    status = "open",
+    metric = "response_time",
+  ) => {
     const id = randomUUID();
     await ta.ctx.stores.db.query(
       `INSERT INTO anomalies (id, connection_id, metric, status, detected_at, window_start, window_end, observed, baseline_mean, baseline_stddev, z_score)
-       VALUES ($1, $2, 'response_time', $3, now() - make_interval(mins => $4), now() - interval '2 hours', now() - interval '1 hour', 900, 120, 40, 19.5)`,
-      [id, connection, status, minutesAgo],
+       VALUES ($1, $2, $5, $3, now() - make_interval(mins => $4), now() - interval '2 hours', now() - interval '1 hour', 900, 120, 40, 19.5)`,
+      [id, connection, status, minutesAgo, metric],
     );
     return id;
   };
   const ids = [
     await insert(w.conns.PA, 1),
     await insert(w.conns.OA, 2, "resolved"),
-    await insert(w.conns.PA, 3),
+    await insert(w.conns.PA, 3, "open", "failure_rate"),
   ];
   await insert(w.conns.PC, 1);
   const all = (await call(ta.app, w.keys.alicePersonal, "GET", "/v1/anomalies")).json();

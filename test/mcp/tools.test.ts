@@ -314,23 +314,28 @@ t.test("the six tools: schemas, results, bounds, visibility", async (t) => {
   });
 
   t.test("list_anomalies", async (t) => {
-    const insert = async (connection: string, minutesAgo: number, status = "open") => {
+    const insert = async (
+      connection: string,
+      minutesAgo: number,
+      status = "open",
+      metric = "response_time",
+    ) => {
       const id = randomUUID();
       await ta.ctx.stores.db.query(
         `INSERT INTO anomalies (id, connection_id, metric, status, detected_at, resolved_at, window_start, window_end, observed,
                                 baseline_mean, baseline_stddev, z_score, baseline_median, baseline_mad, band_low, band_high,
                                 started_at, ended_at)
-         VALUES ($1, $2, 'response_time', $3, now() - make_interval(mins => $4),
+         VALUES ($1, $2, $5, $3, now() - make_interval(mins => $4),
                  CASE WHEN $3 = 'resolved' THEN now() ELSE NULL END,
                  now() - interval '2 hours', now() - interval '1 hour', 900, 120, 40, 19.5, 118, 6, 0, 160.5,
                  now() - interval '3 hours', CASE WHEN $3 = 'resolved' THEN now() - interval '1 hour' ELSE NULL END)`,
-        [id, connection, status, minutesAgo],
+        [id, connection, status, minutesAgo, metric],
       );
       return id;
     };
     const a1 = await insert(PA, 1);
     const a2 = await insert(OA, 2, "resolved");
-    const a3 = await insert(PA, 3);
+    const a3 = await insert(PA, 3, "open", "failure_rate");
     await insert(PC, 1);
     const all = await callOk<{ anomalies: Record<string, unknown>[]; hasMore: boolean }>(
       t,
