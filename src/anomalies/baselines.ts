@@ -72,10 +72,46 @@ export interface Judgement {
   outside: boolean;
 }
 
+/** A baseline's band, before any observation: what a window is judged against. */
+export type Band = Omit<Judgement, "score" | "outside">;
+
 /**
- * Judges `observed` against the baseline windows' values with median and MAD (simple-statistics).
- * Null when fewer than `minWindows` baseline windows have data (a new connection never alarms).
+ * The band of the baseline windows' values, by median and MAD (simple-statistics). Null when
+ * fewer than `minWindows` baseline windows have data (a new connection never alarms).
  * `windowMinutes` scales the floor of the sums (tokens, spend), which is per hour.
+ */
+export function band(
+  metric: AnomalyMetric,
+  baseline: readonly number[],
+  threshold: number,
+  minWindows: number,
+  windowMinutes = 60,
+): Band | null {
+  if (baseline.length < minWindows || baseline.length === 0) return null;
+  const values = [...baseline];
+  const med = median(values);
+  const mad = medianAbsoluteDeviation(values);
+  const floor = SUM_METRICS.has(metric) ? (SCALE_FLOOR[metric] * windowMinutes) / 60 : SCALE_FLOOR[metric];
+  const scale = Math.max(MAD_TO_SIGMA * mad, floor, RELATIVE_SCALE_FLOOR * Math.abs(med));
+  return {
+    median: med,
+    mad,
+    mean: mean(values),
+    stddev: values.length > 1 ? standardDeviation(values) : 0,
+    scale,
+    low: Math.max(0, med - threshold * scale),
+    high: med + threshold * scale,
+  };
+}
+
+/** Where `observed` falls against a band. */
+export function against(b: Band, observed: number): Judgement {
+  return { ...b, score: (observed - b.median) / b.scale, outside: observed > b.high };
+}
+
+/**
+ * Judges `observed` against the baseline windows' values (see {@link band}); null when there is
+ * not enough baseline.
  */
 export function judge(
   metric: AnomalyMetric,
@@ -85,24 +121,6 @@ export function judge(
   minWindows: number,
   windowMinutes = 60,
 ): Judgement | null {
-  if (baseline.length < minWindows || baseline.length === 0) return null;
-  const values = [...baseline];
-  const med = median(values);
-  const mad = medianAbsoluteDeviation(values);
-  const floor = SUM_METRICS.has(metric) ? (SCALE_FLOOR[metric] * windowMinutes) / 60 : SCALE_FLOOR[metric];
-  const scale = Math.max(MAD_TO_SIGMA * mad, floor, RELATIVE_SCALE_FLOOR * Math.abs(med));
-  const high = med + threshold * scale;
-  const low = Math.max(0, med - threshold * scale);
-  const score = (observed - med) / scale;
-  return {
-    median: med,
-    mad,
-    mean: mean(values),
-    stddev: values.length > 1 ? standardDeviation(values) : 0,
-    scale,
-    low,
-    high,
-    score,
-    outside: observed > high,
-  };
+  const b = band(metric, baseline, threshold, minWindows, windowMinutes);
+  return b ? against(b, observed) : null;
 }

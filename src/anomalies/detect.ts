@@ -5,9 +5,11 @@ import { type IncidentTarget, openIncident, resolveIncident } from "../incidents
 import type { Queryable } from "../stores/relational/types.js";
 import {
   type AnomalyMetric,
+  against,
+  type Band,
+  band,
   DAY_MS,
   type Judgement,
-  judge,
   MIN_WINDOW_SAMPLES,
   MINUTE_MS,
   SUM_METRICS,
@@ -110,7 +112,25 @@ const baselineCache = perApp(() => ({
 interface Baseline {
   long: number[];
   short: number[];
+  /** The bands of both windows, computed once per slot (the first step that needs them). */
+  bands?: { long: Band | null; short: Band | null };
 }
+
+/** A baseline's bands, computed on first use and kept with it (and with the cache). */
+function bandsOf(b: Baseline, metric: AnomalyMetric, s: Settings): NonNullable<Baseline["bands"]> {
+  b.bands ??= {
+    long: band(metric, b.long, s.threshold, s.minDays, s.window),
+    short: band(metric, b.short, s.threshold, s.minDays, s.short),
+  };
+  return b.bands;
+}
+
+const RATE_METRICS: ReadonlySet<AnomalyMetric> = new Set(["failure_rate", "execution_failure_rate"]);
+/**
+ * Failures the short window must hold for a rate to count as above: with a check a minute, one
+ * random failure in 5 minutes is 20 %, above a calm baseline's band; two in a row are not chance.
+ */
+const MIN_SHORT_FAILURES = 2;
 
 /** What a step found for one connection and metric. */
 interface Verdict {
@@ -383,19 +403,33 @@ async function verdictsFor(
   const series = ctx.stores.series;
   const first = ends[0] as number;
   const last = ends[ends.length - 1] as number;
+  // One step (a live run): each window summed in the store, a row per connection, metric and
+  // bin. Several: the minutes of all of them, slid over here.
+  const single = ends.length === 1;
   const observed = group(
     await sourceRows(series, {
-      bucket: "minute",
+      bucket: single ? "all" : "minute",
       since: new Date(first - s.window * MINUTE_MS),
       until: new Date(last),
       connections: ids,
     }),
   );
+  const observedShort = single
+    ? group(
+        await sourceRows(series, {
+          bucket: "all",
+          since: new Date(first - s.short * MINUTE_MS),
+          until: new Date(last),
+          connections: ids,
+        }),
+      )
+    : null;
   for (const k of observed.keys()) keys.add(k);
   const baselines = await baselinesFor(ctx, s, ends, ids, cache);
   for (const perKey of baselines.values()) for (const k of perKey.keys()) keys.add(k);
 
   const out = new Map<string, Verdict[]>();
+  const sinceOf: { key: string; v: Verdict; high: number }[] = [];
   for (const key of keys) {
     const metric = key.slice(key.lastIndexOf("/") + 1) as AnomalyMetric;
     const rows = observed.get(key) ?? [];
@@ -406,34 +440,67 @@ async function verdictsFor(
     let leftShort = 0;
     const vs: Verdict[] = [];
     for (const end of ends) {
-      while (added < rows.length && (rows[added] as MetricRow).ts.getTime() < end) {
-        long.add(rows[added] as MetricRow);
-        short.add(rows[added] as MetricRow);
-        added++;
+      if (observedShort) {
+        for (const r of rows) long.add(r);
+        for (const r of observedShort.get(key) ?? []) short.add(r);
+      } else {
+        while (added < rows.length && (rows[added] as MetricRow).ts.getTime() < end) {
+          long.add(rows[added] as MetricRow);
+          short.add(rows[added] as MetricRow);
+          added++;
+        }
+        while (leftLong < added && (rows[leftLong] as MetricRow).ts.getTime() < end - s.window * MINUTE_MS)
+          long.add(rows[leftLong++] as MetricRow, -1);
+        while (leftShort < added && (rows[leftShort] as MetricRow).ts.getTime() < end - s.short * MINUTE_MS)
+          short.add(rows[leftShort++] as MetricRow, -1);
       }
-      while (leftLong < added && (rows[leftLong] as MetricRow).ts.getTime() < end - s.window * MINUTE_MS)
-        long.add(rows[leftLong++] as MetricRow, -1);
-      while (leftShort < added && (rows[leftShort] as MetricRow).ts.getTime() < end - s.short * MINUTE_MS)
-        short.add(rows[leftShort++] as MetricRow, -1);
-      const base = baselines.get(bucketStart(end))?.get(key) ?? { long: [], short: [] };
+      const base = baselines.get(bucketStart(end))?.get(key);
+      const bands = base ? bandsOf(base, metric, s) : { long: null, short: null };
       const vLong = valueOf(metric, long);
       const vShort = valueOf(metric, short);
       const jLong =
-        vLong && vLong.samples >= MIN_WINDOW_SAMPLES[metric]
-          ? judge(metric, vLong.value, base.long, s.threshold, s.minDays, s.window)
+        vLong && vLong.samples >= MIN_WINDOW_SAMPLES[metric] && bands.long
+          ? against(bands.long, vLong.value)
           : null;
-      const jShort = vShort ? judge(metric, vShort.value, base.short, s.threshold, s.minDays, s.short) : null;
+      const shortAbove =
+        !!vShort &&
+        !!bands.short &&
+        vShort.value > bands.short.high &&
+        (!RATE_METRICS.has(metric) || short.total >= MIN_SHORT_FAILURES);
       if (jLong && run) run.judged++;
-      const above = jLong?.outside && !vShort ? null : !!(jLong?.outside && jShort?.outside);
-      vs.push({
+      const above = jLong?.outside && !vShort ? null : !!(jLong?.outside && shortAbove);
+      const v: Verdict = {
         end,
         above,
         observed: jLong ? (vLong as { value: number }).value : null,
         j: jLong,
-        since: above && jShort ? deviatingSince(metric, rows, added, end, s.short, jShort.high) : undefined,
-      });
+      };
+      if (above && bands.short)
+        if (observedShort) sinceOf.push({ key, v, high: bands.short.high });
+        else v.since = deviatingSince(metric, rows, added, end, s.short, bands.short.high);
+      vs.push(v);
     }
     out.set(key, vs);
+  }
+  // where the deviations above began, from the short window's minutes of just those connections
+  if (sinceOf.length > 0) {
+    const ids = [...new Set(sinceOf.map((x) => x.key.slice(0, x.key.lastIndexOf("/"))))];
+    for (const part of chunk(ids, 1000)) {
+      const minutes = group(
+        await sourceRows(series, {
+          bucket: "minute",
+          since: new Date(first - s.short * MINUTE_MS),
+          until: new Date(last),
+          connections: part,
+        }),
+      );
+      for (const x of sinceOf) {
+        const rows = minutes.get(x.key);
+        if (!rows) continue;
+        const metric = x.key.slice(x.key.lastIndexOf("/") + 1) as AnomalyMetric;
+        x.v.since = deviatingSince(metric, rows, rows.length, x.v.end, s.short, x.high);
+      }
+    }
   }
   return out;
 }
@@ -690,6 +757,7 @@ async function record(
         },
         at,
         publicUrl: ctx.config.publicUrl,
+        anomalyId: e.id,
       })) ?? (await unresolvedAnomalyIncident(tx, c.id));
     if (incident) await setAnomalyIncident(tx, e.id, incident);
   }
@@ -701,6 +769,7 @@ async function record(
       publicUrl: ctx.config.publicUrl,
       reason: `back inside the baseline band for ${s.n} consecutive minutes`,
       automatic: true,
+      anomalyId: resolved.length === 1 ? resolved[0] : null,
     });
   return { opened: opened.length, resolved: resolved.length, past };
 }

@@ -32,13 +32,18 @@ const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0
 const truthy = (v: unknown) => v === true || v === "true" || v === "t" || v === 1;
 
 /**
- * The detector's numbers per connection and `bucket` over [since, until) from the raw tables, six
+ * The detector's numbers per connection and `bucket` (`all`: one, dated `since`) over [since, until) from the raw tables, six
  * aggregates one after another (one store connection at a time). `connections` limits them to
  * those connections (the catch-up works through the fleet in chunks).
  */
 export async function sourceRows(
   series: SeriesStore,
-  q: { bucket: Extract<Bucket, "minute" | "five_minutes">; since: Date; until: Date; connections?: string[] },
+  q: {
+    bucket: Extract<Bucket, "minute" | "five_minutes" | "all">;
+    since: Date;
+    until: Date;
+    connections?: string[];
+  },
 ): Promise<MetricRow[]> {
   const only: Filter[] = q.connections ? [{ column: "connection_id", op: "in", value: q.connections }] : [];
   const range = { bucket: q.bucket, since: q.since, until: q.until };
@@ -50,7 +55,7 @@ export async function sourceRows(
     bin: number,
     n: number,
     total: number,
-  ) => out.push({ ts: r.bucket as Date, connection_id: String(id), metric, bin, n, total });
+  ) => out.push({ ts: r.bucket ?? q.since, connection_id: String(id), metric, bin, n, total });
 
   // the metrics of one row per connection and bucket (rates, tokens, spend): what the aggregates
   // below add up to, heartbeats and usage entries together
@@ -59,7 +64,7 @@ export async function sourceRows(
     { r: { bucket: Date | null }; id: unknown; metric: AnomalyMetric; n: number; total: number }
   >();
   const add = (r: { bucket: Date | null }, id: unknown, metric: AnomalyMetric, n: number, total: number) => {
-    const key = `${(r.bucket as Date).getTime()}/${id}/${metric}`;
+    const key = `${(r.bucket ?? q.since).getTime()}/${id}/${metric}`;
     const s = sums.get(key) ?? { r, id, metric, n: 0, total: 0 };
     s.n += n;
     s.total += total;

@@ -73,6 +73,8 @@ export class BudgetWatch {
   /** Budgets that may have crossed while their evaluation ran. */
   private readonly again = new Set<string>();
   private closed = false;
+  /** Resolvers waiting, in `close`, for the evaluations under way to end. */
+  private readonly idle: (() => void)[] = [];
   /** Budget changes made by this process (coverage.ts), and how many the loaded list includes. */
   private readonly changes: { count: number };
   private loadedChanges = -1;
@@ -238,6 +240,7 @@ export class BudgetWatch {
     try {
       const wait = b.lastEvaluation + this.opts.minEvaluationGapMs - this.ctx.now().getTime();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait).unref());
+      if (this.closed) return; // shut down while waiting: the budget job evaluates it
       this.again.delete(key);
       b.lastEvaluation = this.ctx.now().getTime();
       const e = await evaluateBudget(this.ctx, { scope: b.scope, target_id: b.targetId });
@@ -256,7 +259,8 @@ export class BudgetWatch {
       );
     } finally {
       this.evaluating.delete(key);
-      if (this.again.delete(key)) void this.evaluate(b);
+      if (this.again.delete(key) && !this.closed) void this.evaluate(b);
+      if (this.evaluating.size === 0) for (const settle of this.idle.splice(0)) settle();
     }
   }
 
@@ -266,6 +270,8 @@ export class BudgetWatch {
     if (this.flushTimer) clearTimeout(this.flushTimer);
     this.flushTimer = null;
     await this.flush().catch(() => {});
+    // an evaluation under way still uses the stores, which close after this
+    if (this.evaluating.size > 0) await new Promise<void>((r) => this.idle.push(r));
   }
 }
 

@@ -146,6 +146,14 @@ for (const [relational, series] of BACKENDS) {
       ],
       "one anomaly incident per affected connection, each resolved with its last anomaly",
     );
+    const named = await aw.ctx.stores.db.query<{ anomaly_id: string }>(
+      "SELECT DISTINCT anomaly_id FROM notifications WHERE kind = 'anomaly' AND anomaly_id IS NOT NULL",
+    );
+    const opening = rows.filter((r) => r.has_incident).length;
+    t.ok(
+      named.rows.length >= 4 && named.rows.length <= opening,
+      "alerts name the anomaly that opened their incident",
+    );
   });
 }
 
