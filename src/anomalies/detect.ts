@@ -15,9 +15,13 @@ import {
   SUM_METRICS,
 } from "./baselines.js";
 import { BUCKET_MS, bucketStart, rollBuckets } from "./buckets.js";
-import { deleteLateMarks, LATE_MS, type LateMark, markRerolled, SETTLE_MS, selectLateMarks } from "./late.js";
+import { LATE_MS, SETTLE_MS } from "./late.js";
 import {
   countOpenAnomalies,
+  deleteLateMarks,
+  type LateMark,
+  markRerolled,
+  selectLateMarks,
   type DetectorConnection,
   type DetectorState,
   insertAnomaly,

@@ -274,3 +274,78 @@ export async function unresolvedAnomalyIncident(db: Queryable, connectionId: str
   );
   return r.rows[0]?.id ?? null;
 }
+
+// --- late rows (src/anomalies/late.ts) ---
+
+export async function insertLateMarks(
+  db: Queryable,
+  marks: { connection_id: string; minute: number }[],
+  at: Date,
+): Promise<void> {
+  for (let i = 0; i < marks.length; i += 5000) {
+    const batch = marks.slice(i, i + 5000);
+    // a mark made again is due again: rolled up and judged with what it holds now
+    await db.query(
+      `INSERT INTO anomaly_late_minutes (connection_id, minute, marked_at, rerolled)
+       SELECT c, m, $3::timestamptz, false FROM unnest($1::text[], $2::timestamptz[]) AS x(c, m)
+       ON CONFLICT (connection_id, minute) DO UPDATE SET
+         marked_at = GREATEST(anomaly_late_minutes.marked_at, EXCLUDED.marked_at), rerolled = false`,
+      [
+        batch.map((m) => m.connection_id),
+        batch.map((m) => new Date(m.minute).toISOString()),
+        at.toISOString(),
+      ],
+    );
+  }
+}
+
+export interface LateMark extends Record<string, unknown> {
+  connection_id: string;
+  minute: Date;
+  marked_at: Date;
+  /** Its bucket was rolled up again since it was marked. */
+  rerolled: boolean;
+}
+
+/** The marks made up to `at` (at most `limit`, oldest minutes first). */
+export async function selectLateMarks(db: Queryable, at: Date, limit = 100_000): Promise<LateMark[]> {
+  const r = await db.query<LateMark>(
+    `SELECT connection_id, minute, marked_at, rerolled FROM anomaly_late_minutes
+      WHERE marked_at <= $1 ORDER BY minute LIMIT $2`,
+    [at.toISOString(), limit],
+  );
+  return r.rows.map((m) => ({ ...m, minute: new Date(m.minute), marked_at: new Date(m.marked_at) }));
+}
+
+/** Records that these marks' buckets were rolled up again (unless marked again since). */
+export async function markRerolled(db: Queryable, marks: readonly LateMark[]): Promise<void> {
+  await eachBatch(
+    db,
+    marks,
+    `UPDATE anomaly_late_minutes l SET rerolled = true
+       FROM unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS x(c, m, at)
+      WHERE l.connection_id = x.c AND l.minute = x.m AND l.marked_at <= x.at`,
+  );
+}
+
+/** Clears marks a run has covered, unless marked again since it read them. */
+export async function deleteLateMarks(db: Queryable, marks: readonly LateMark[]): Promise<void> {
+  await eachBatch(
+    db,
+    marks,
+    `DELETE FROM anomaly_late_minutes l
+      USING unnest($1::text[], $2::timestamptz[], $3::timestamptz[]) AS x(c, m, at)
+      WHERE l.connection_id = x.c AND l.minute = x.m AND l.marked_at <= x.at`,
+  );
+}
+
+async function eachBatch(db: Queryable, marks: readonly LateMark[], sql: string): Promise<void> {
+  for (let i = 0; i < marks.length; i += 5000) {
+    const batch = marks.slice(i, i + 5000);
+    await db.query(sql, [
+      batch.map((m) => m.connection_id),
+      batch.map((m) => m.minute.toISOString()),
+      batch.map((m) => m.marked_at.toISOString()),
+    ]);
+  }
+}
