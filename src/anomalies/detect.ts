@@ -270,15 +270,14 @@ export async function detectAnomalies(ctx: AppContext): Promise<DetectorRun> {
   // held them)
   const judgedThrough = ends.length > 0 ? new Date(settled) : progress.judgedThrough;
   const leftBy = (judgedThrough?.getTime() ?? -Infinity) - (s.window + s.n) * MINUTE_MS;
-  const again = new Map<string, { from: number; to: number }>();
+  const again = new Map<string, number>(); // per connection, its oldest late minute
   const done: LateMark[] = [];
   for (const m of marks) {
     const t = m.minute.getTime();
     if (t >= leftBy && t >= oldest) continue; // still to be judged live, or to wait
     done.push(m);
     if (t < catchUpFrom) continue; // older than anything the detector judges
-    const r = again.get(m.connection_id) ?? { from: t, to: t };
-    again.set(m.connection_id, { from: Math.min(r.from, t), to: Math.max(r.to, t) });
+    again.set(m.connection_id, Math.min(again.get(m.connection_id) ?? t, t));
   }
   if (again.size > 0 && judgedThrough) await judgeAgain(ctx, s, connections, again, judgedThrough, run, at);
 
@@ -352,16 +351,16 @@ async function judgeAgain(
   ctx: AppContext,
   s: Settings,
   connections: DetectorConnection[],
-  ranges: Map<string, { from: number; to: number }>,
+  oldest: Map<string, number>,
   judgedThrough: Date,
   run: DetectorRun,
   at: Date,
 ): Promise<void> {
   const byId = new Map(connections.map((c) => [c.id, c]));
-  // one pass over the union of the ranges for the connections concerned, chunk by chunk
-  const ids = [...ranges.keys()].filter((id) => byId.has(id));
+  // one pass from the oldest late minute of the connections concerned, chunk by chunk
+  const ids = [...oldest.keys()].filter((id) => byId.has(id));
   for (const part of chunk(ids, CATCH_UP_CHUNK)) {
-    const from = Math.min(...part.map((id) => (ranges.get(id) as { from: number }).from));
+    const from = Math.min(...part.map((id) => oldest.get(id) as number));
     const first = from + MINUTE_MS - s.n * MINUTE_MS; // a streak the late rows complete
     // to the last step judged: the rows after the late ones (on time) belong to the same episode
     const last = judgedThrough.getTime();

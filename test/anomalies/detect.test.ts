@@ -4,7 +4,13 @@ import { anomalyDetectorJob, untilNextTick } from "../../src/jobs/jobs.js";
 import { JOB_LOCKS, runJob } from "../../src/jobs/runner.js";
 import { expire } from "../../src/retention/job.js";
 import { call } from "../helpers/tenants.js";
-import { type AnomalySnapshot, anomalyWorld, SURGE_USD, TEST_DAY } from "./fixtures/world.js";
+import {
+  type AnomalySnapshot,
+  type AnomalyWorld,
+  anomalyWorld,
+  SURGE_USD,
+  TEST_DAY,
+} from "./fixtures/world.js";
 
 /**
  * The detector with the clock from the context, over the seeded world (world.ts), on every
@@ -217,20 +223,7 @@ t.test("late heartbeats hours in the past, a resend and a clock jump: each anoma
   // OG's daemon was cut off 08:00-08:40 and spent 20 times its usual; its buffered heartbeats arrive now
   const send = async (status: number) => {
     for (let m = 0; m < 40; m++) {
-      const start = at(`08:${String(m).padStart(2, "0")}`);
-      const res = await call(aw.app, aw.ogKey, "POST", "/v1/gateway/ingest", {
-        type: "heartbeat",
-        gateway: { status: "healthy", latencyMs: 55, version: "1.0.0" },
-        tokens: {
-          period: {
-            inputTokens: 1000,
-            outputTokens: 500,
-            estimatedCostUsd: SURGE_USD,
-            startedAt: start.toISOString(),
-            endedAt: new Date(start.getTime() + MINUTE - 1000).toISOString(),
-          },
-        },
-      });
+      const res = await surgeHeartbeat(aw, at(`08:${String(m).padStart(2, "0")}`));
       t.equal(res.statusCode, status, `heartbeat 08:${m}: ${res.statusCode}`);
     }
   };
@@ -348,23 +341,8 @@ t.test("late rows that arrive while their minutes are still in the window are ju
   const aw = await anomalyWorld(t, "pglite", "pglite", { ANOMALY_CATCH_UP_HOURS: "1" });
   if (!aw) return;
   const send = async (from: number, to: number) => {
-    for (let m = from; m < to; m++) {
-      const start = at(`11:${String(m).padStart(2, "0")}`);
-      const res = await call(aw.app, aw.ogKey, "POST", "/v1/gateway/ingest", {
-        type: "heartbeat",
-        gateway: { status: "healthy", latencyMs: 55, version: "1.0.0" },
-        tokens: {
-          period: {
-            inputTokens: 1000,
-            outputTokens: 500,
-            estimatedCostUsd: SURGE_USD,
-            startedAt: start.toISOString(),
-            endedAt: new Date(start.getTime() + MINUTE - 1000).toISOString(),
-          },
-        },
-      });
-      t.equal(res.statusCode, 201);
-    }
+    for (let m = from; m < to; m++)
+      t.equal((await surgeHeartbeat(aw, at(`11:${String(m).padStart(2, "0")}`))).statusCode, 201);
   };
   for (let minute = 35; minute < 100; minute++) {
     aw.at(11, minute, 31);
@@ -379,3 +357,20 @@ t.test("late rows that arrive while their minutes are still in the window are ju
   const marks = await aw.ctx.stores.db.query("SELECT count(*)::int AS n FROM anomaly_late_minutes");
   t.equal(marks.rows[0]?.n, 0, "every late mark was judged and cleared");
 });
+
+/** One minute of OG's spend at 20 times its usual, sent through the ingest API as its daemon would. */
+function surgeHeartbeat(aw: AnomalyWorld, start: Date) {
+  return call(aw.app, aw.ogKey, "POST", "/v1/gateway/ingest", {
+    type: "heartbeat",
+    gateway: { status: "healthy", latencyMs: 55, version: "1.0.0" },
+    tokens: {
+      period: {
+        inputTokens: 1000,
+        outputTokens: 500,
+        estimatedCostUsd: SURGE_USD,
+        startedAt: start.toISOString(),
+        endedAt: new Date(start.getTime() + MINUTE - 1000).toISOString(),
+      },
+    },
+  });
+}
