@@ -17,6 +17,8 @@ export interface AvailabilitySample {
   error: string | null;
   synthetic: boolean;
   source: string;
+  /** Taken while a maintenance window covered the connection: left out of uptime (docs/maintenance.md). */
+  maintenance: boolean;
 }
 
 export interface AvailabilityQuery extends PageRequest, Window {
@@ -38,6 +40,7 @@ export function toSample(r: RowOf<typeof availabilitySamples>): AvailabilitySamp
     error: r.error ?? null,
     synthetic: r.synthetic,
     source: r.source,
+    maintenance: r.maintenance === true,
   };
 }
 

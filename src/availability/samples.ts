@@ -1,5 +1,6 @@
 import type { AppContext } from "../core/context.js";
 import { markLate } from "../anomalies/late.js";
+import { withMaintenanceFlags } from "../maintenance/lookup.js";
 import { markDaysDirty } from "../retention/repository.js";
 import { ROLLUP_LATENESS_MS } from "../retention/policy.js";
 import { availabilitySamples, type RowOf } from "../stores/series/tables.js";
@@ -142,9 +143,14 @@ export function heartbeatSample(h: {
   };
 }
 
-/** Writes samples and marks the late ones; resolves once the series store committed them. */
-export async function writeSamples(ctx: AppContext, rows: readonly Sample[]): Promise<void> {
-  if (rows.length === 0) return;
+/**
+ * Writes samples and marks the late ones; resolves once the series store committed them. Each
+ * sample taken while a maintenance window covered its connection is flagged `maintenance`
+ * (docs/maintenance.md).
+ */
+export async function writeSamples(ctx: AppContext, samples: readonly Sample[]): Promise<void> {
+  if (samples.length === 0) return;
+  const rows = await withMaintenanceFlags(ctx, samples);
   await ctx.stores.series.append(availabilitySamples, rows);
   await samplesCommitted(ctx, rows);
   // a slow check: the anomaly detector judges its minute again (gap-fill is synthetic: not judged)
@@ -157,7 +163,9 @@ export async function writeSamples(ctx: AppContext, rows: readonly Sample[]): Pr
 
 /**
  * For a caller that commits samples together with other tables in one `series.write` (heartbeat
- * ingest): the table write to include. Call `samplesCommitted` once the write resolved.
+ * ingest): the table write to include, the rows flagged first (maintenance/lookup.ts
+ * `withMaintenanceFlags`). Call
+ * `samplesCommitted` once the write resolved.
  */
 export function samplesWrite(rows: readonly Sample[]): TableRows {
   return { table: availabilitySamples, rows };

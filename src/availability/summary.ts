@@ -16,12 +16,24 @@ export interface AvailabilitySummaryRow {
   window: SummaryWindow;
   since: string;
   until: string;
+  /** Checks in the window, those taken under maintenance left out. */
   checks: number;
   available_checks: number;
-  /** Percent of checks available, to 3 decimals. */
-  uptime_percent: number;
+  /** Checks taken under a maintenance window (docs/maintenance.md): in no other figure. */
+  maintenance_checks: number;
+  /** Percent of checks available, to 3 decimals; null when every check was under maintenance. */
+  uptime_percent: number | null;
   /** Milliseconds to 1 decimal; null when no check measured one. */
   avg_response_time_ms: number | null;
+}
+
+interface Tally {
+  checks: number;
+  up: number;
+  rs: number;
+  rn: number;
+  /** checks under maintenance */
+  mt: number;
 }
 
 /** Ids per series statement at most, when a page's connections turn out to have few checks. */
@@ -29,7 +41,8 @@ const CHUNK_MAX = 2000;
 
 /**
  * Per connection (ordered by id; connections without checks left out): checks, available
- * checks, uptime percent and average response time over the window. `day` is the last 24 hours,
+ * checks, uptime percent and average response time over the window; checks taken under a
+ * maintenance window are counted apart (`maintenance_checks`) and in no other figure. `day` is the last 24 hours,
  * from raw samples. `week` and `month` are the last 7 and 30 UTC days, today included so far:
  * days already rolled up from the daily rollup (kept 425 days, so the summary outlives raw
  * samples), the rest from raw samples.
@@ -63,7 +76,7 @@ export async function availabilitySummary(
   }
   if (!(since < until)) return { rows: [], next: null };
   const want = q.limit + 1;
-  const found: [string, { checks: number; up: number; rs: number; rn: number }][] = [];
+  const found: [string, Tally][] = [];
   let after = q.after?.key[0];
   let ask = Math.min(chunkMax, want);
   for (;;) {
@@ -74,19 +87,20 @@ export async function availabilitySummary(
       q.window === "day"
         ? await availabilityTotals(ctx, availabilitySamples, scope, since, until, "all")
         : await availabilityByDay(ctx, scope, since, until, "all");
-    const totals = new Map<string, { checks: number; up: number; rs: number; rn: number }>();
+    const totals = new Map<string, Tally>();
     for (const r of parts) {
-      const e = totals.get(r.connection_id) ?? { checks: 0, up: 0, rs: 0, rn: 0 };
+      const e = totals.get(r.connection_id) ?? { checks: 0, up: 0, rs: 0, rn: 0, mt: 0 };
       e.checks += r.checks;
       e.up += r.available;
       e.rs += r.response_ms_sum;
       e.rn += r.response_ms_count;
+      e.mt += r.maintenance;
       totals.set(r.connection_id, e);
     }
     // the page's order is the ids' (byte order, as PostgreSQL gave them)
     for (const id of ids) {
       const e = totals.get(id);
-      if (e && e.checks > 0) found.push([id, e]);
+      if (e && (e.checks > 0 || e.mt > 0)) found.push([id, e]);
     }
     if (found.length >= want || ids.length < ask) break;
     after = ids[ids.length - 1];
@@ -101,7 +115,8 @@ export async function availabilitySummary(
     until: until.toISOString(),
     checks: e.checks,
     available_checks: e.up,
-    uptime_percent: Math.round((e.up / e.checks) * 100_000) / 1000,
+    maintenance_checks: e.mt,
+    uptime_percent: e.checks ? Math.round((e.up / e.checks) * 100_000) / 1000 : null,
     avg_response_time_ms: e.rn ? Math.round((e.rs / e.rn) * 10) / 10 : null,
   }));
   return { rows, next: found.length > page.length && last ? { ts: new Date(0), key: [last[0]] } : null };

@@ -32,6 +32,8 @@ export interface AvailabilityTotals {
   available: number;
   response_ms_sum: number;
   response_ms_count: number;
+  /** Samples taken under maintenance (docs/maintenance.md): not in checks, available or response times. */
+  maintenance: number;
 }
 
 /**
@@ -110,6 +112,7 @@ export function sumTotals(
       e.available += p.available;
       e.response_ms_sum += p.response_ms_sum;
       e.response_ms_count += p.response_ms_count;
+      e.maintenance += p.maintenance;
     }
   }
   return [...byKey.values()];

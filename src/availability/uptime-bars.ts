@@ -23,8 +23,11 @@ const HOUR_MS = 3_600_000;
 export interface UptimeCell {
   /** Start of the bucket. */
   start: Date;
+  /** Checks in the bucket, those under maintenance left out. */
   checks: number;
   available: number;
+  /** Checks taken under a maintenance window (docs/maintenance.md): not in checks, available or uptime. */
+  maintenance: number;
   /** Mean response time in ms over the bucket; null when no check measured one. */
   avgResponseMs: number | null;
 }
@@ -35,6 +38,8 @@ export interface UptimeBar {
   cells: UptimeCell[];
   checks: number;
   available: number;
+  /** Checks under maintenance over the bar (not in checks, available or uptime). */
+  maintenance: number;
   /** Percent of checks available, to 3 decimals; null without checks. */
   uptimePercent: number | null;
 }
@@ -76,6 +81,7 @@ export async function uptimeBars(
         start: new Date(first + i * DAY_MS),
         checks: 0,
         available: 0,
+        maintenance: 0,
         avgResponseMs: null,
       })),
     );
@@ -88,6 +94,7 @@ export async function uptimeBars(
     // rolled and raw spans do not overlap, but sum anyway: a day is one cell whatever its source
     cell.checks += r.checks;
     cell.available += r.available;
+    cell.maintenance += r.maintenance;
     const key = `${r.connection_id}\u0000${i}`;
     const acc = rs.get(key) ?? [0, 0];
     acc[0] = (acc[0] ?? 0) + r.response_ms_sum;
@@ -98,11 +105,20 @@ export async function uptimeBars(
   for (const [id, cells] of grid) {
     let checks = 0;
     let up = 0;
+    let maintenance = 0;
     for (const c of cells) {
       checks += c.checks;
       up += c.available;
+      maintenance += c.maintenance;
     }
-    out.set(id, { connectionId: id, cells, checks, available: up, uptimePercent: uptimePercent(up, checks) });
+    out.set(id, {
+      connectionId: id,
+      cells,
+      checks,
+      available: up,
+      maintenance,
+      uptimePercent: uptimePercent(up, checks),
+    });
   }
   return out;
 }
@@ -192,6 +208,8 @@ export interface AvailabilityTimeline {
   cells: UptimeCell[];
   checks: number;
   available: number;
+  /** Checks under maintenance over the range (not in checks, available or uptime). */
+  maintenance: number;
   uptimePercent: number | null;
   avgResponseMs: number | null;
   /** The 24-hour view read its newest RAW_LIMIT samples only (more checks than that in a day). */
@@ -224,16 +242,25 @@ export async function availabilityTimeline(
     start: new Date(first + i * spec.bucketMs),
     checks: 0,
     available: 0,
+    maintenance: 0,
     avgResponseMs: null,
   }));
   const sums = cells.map(() => [0, 0] as [number, number]);
-  const add = (at: number, checks: number, up: number, rsSum: number, rsCount: number) => {
+  const add = (
+    at: number,
+    checks: number,
+    up: number,
+    rsSum: number,
+    rsCount: number,
+    maintenance: number,
+  ) => {
     const i = Math.floor((at - first) / spec.bucketMs);
     const c = cells[i];
     const s = sums[i];
     if (!c || !s) return;
     c.checks += checks;
     c.available += up;
+    c.maintenance += maintenance;
     s[0] += rsSum;
     s[1] += rsCount;
   };
@@ -248,13 +275,16 @@ export async function availabilityTimeline(
     });
     truncated = page.next !== null;
     for (const r of page.rows)
-      add(
-        r.ts.getTime(),
-        1,
-        r.available ? 1 : 0,
-        r.response_time_ms ?? 0,
-        r.response_time_ms === undefined || r.response_time_ms === null ? 0 : 1,
-      );
+      if (r.maintenance === true) add(r.ts.getTime(), 0, 0, 0, 0, 1);
+      else
+        add(
+          r.ts.getTime(),
+          1,
+          r.available ? 1 : 0,
+          r.response_time_ms ?? 0,
+          r.response_time_ms === undefined || r.response_time_ms === null ? 0 : 1,
+          0,
+        );
   } else if (spec.source === "hourly") {
     const rows = await ctx.stores.series.aggregate(availabilitySamples, {
       bucket: "hour",
@@ -266,14 +296,15 @@ export async function availabilityTimeline(
     });
     for (const r of rows) {
       const t = toRollup(r);
-      add(t.ts.getTime(), t.checks, t.available, t.response_ms_sum, t.response_ms_count);
+      add(t.ts.getTime(), t.checks, t.available, t.response_ms_sum, t.response_ms_count, t.maintenance);
     }
   } else {
     for (const t of await availabilityByDay(ctx, scope, since, until, "day"))
-      add(t.bucket.getTime(), t.checks, t.available, t.response_ms_sum, t.response_ms_count);
+      add(t.bucket.getTime(), t.checks, t.available, t.response_ms_sum, t.response_ms_count, t.maintenance);
   }
   let checks = 0;
   let up = 0;
+  let maintenance = 0;
   let rsSum = 0;
   let rsCount = 0;
   cells.forEach((c, i) => {
@@ -281,6 +312,7 @@ export async function availabilityTimeline(
     c.avgResponseMs = s[1] ? Math.round((s[0] / s[1]) * 10) / 10 : null;
     checks += c.checks;
     up += c.available;
+    maintenance += c.maintenance;
     rsSum += s[0];
     rsCount += s[1];
   });
@@ -293,6 +325,7 @@ export async function availabilityTimeline(
     cells,
     checks,
     available: up,
+    maintenance,
     uptimePercent: uptimePercent(up, checks),
     avgResponseMs: rsCount ? Math.round((rsSum / rsCount) * 10) / 10 : null,
     truncated,

@@ -5,6 +5,7 @@ import type { AppContext } from "../core/context.js";
 import type { IngestionKeyActor } from "../core/actor.js";
 import { gatewayHeartbeats, gatewayModelUsage, type RowOf } from "../stores/series/tables.js";
 import { heartbeatSample, samplesCommitted, samplesWrite } from "../availability/samples.js";
+import { withMaintenanceFlags } from "../maintenance/lookup.js";
 import type { HeartbeatBody } from "./heartbeat-schema.js";
 import { costUsd } from "./pricing.js";
 import { heartbeatRepeats } from "./repeats.js";
@@ -128,7 +129,8 @@ export async function ingestHeartbeat(ctx: AppContext, p: IngestionKeyActor, bod
     latencyMs: body.gateway.latencyMs,
     pidAlive,
   });
-  const samples = sample ? [sample] : [];
+  // flagged when a maintenance window covers the connection (docs/maintenance.md)
+  const samples = await withMaintenanceFlags(ctx, sample ? [sample] : []);
   // The period's own estimate when given, else the sum of the per-model costs.
   const spentUsd = period?.estimatedCostUsd ?? models.reduce((s, m) => s + m.cost_usd, 0);
   await ctx.stores.series.write([

@@ -14,21 +14,26 @@ const DAY_MS = 86_400_000;
 export const dayStart = (d: Date) => new Date(Math.floor(d.getTime() / DAY_MS) * DAY_MS);
 export const monthStart = (d: Date) => new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1));
 
-/** The rollup's numbers, aggregated from raw samples. */
+/**
+ * The rollup's numbers, aggregated from raw samples. Samples taken under maintenance
+ * (docs/maintenance.md) are left out of uptime and response times and counted apart.
+ */
 export const SAMPLE_MEASURES = {
-  checks: { fn: "count" },
-  available: { fn: "countTrue", column: "available" },
-  response_ms_sum: { fn: "sum", column: "response_time_ms" },
-  response_ms_count: { fn: "count", column: "response_time_ms" },
+  checks: { fn: "count", unless: "maintenance" },
+  available: { fn: "countTrue", column: "available", unless: "maintenance" },
+  response_ms_sum: { fn: "sum", column: "response_time_ms", unless: "maintenance" },
+  response_ms_count: { fn: "count", column: "response_time_ms", unless: "maintenance" },
+  maintenance: { fn: "countTrue", column: "maintenance" },
 } as const satisfies Record<string, Measure>;
 
-export const toRollup = (r: AggregateRow): RowOf<typeof availabilityDaily> => ({
+export const toRollup = (r: AggregateRow): RowOf<typeof availabilityDaily> & { maintenance: number } => ({
   ts: r.bucket as Date,
   connection_id: String(r.connection_id),
   checks: Number(r.checks ?? 0),
   available: Number(r.available ?? 0),
   response_ms_sum: Number(r.response_ms_sum ?? 0),
   response_ms_count: Number(r.response_ms_count ?? 0),
+  maintenance: Number(r.maintenance ?? 0),
 });
 
 /**
@@ -134,4 +139,5 @@ export const ROLLUP_SUMS = {
   available: { fn: "sum", column: "available" },
   response_ms_sum: { fn: "sum", column: "response_ms_sum" },
   response_ms_count: { fn: "sum", column: "response_ms_count" },
+  maintenance: { fn: "sum", column: "maintenance" },
 } as const satisfies Record<string, Measure>;

@@ -55,7 +55,10 @@ for (const backend of ALL_BACKENDS) {
           status_code: 503,
           reason: "http_status",
           error: "HTTP 503",
+          maintenance: true,
         },
+        // a row that does not say: maintenance reads false (docs/maintenance.md)
+        sample(MONDAY + 1000, "c0", true, 10),
       ]);
       await series.append(executions, [
         {
@@ -118,7 +121,7 @@ for (const backend of ALL_BACKENDS) {
       ]);
       await series.waitVisible();
 
-      const s = (await series.page(availabilitySamples, { limit: 10 })).rows[0];
+      const [s, unflagged] = (await series.page(availabilitySamples, { limit: 10 })).rows;
       t.same(s, {
         ts,
         connection_id: "c1",
@@ -129,7 +132,9 @@ for (const backend of ALL_BACKENDS) {
         error: "HTTP 503",
         synthetic: false,
         source: "probe",
+        maintenance: true,
       });
+      t.equal(unflagged?.maintenance, false, "a sample written without the flag reads maintenance: false");
       const e = (await series.page(executions, { limit: 10 })).rows[0];
       t.equal(e?.stopped_at?.toISOString(), new Date(MONDAY + 4234).toISOString());
       t.equal(e?.status, "error");

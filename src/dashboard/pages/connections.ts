@@ -87,9 +87,12 @@ const int = (n: number) => String(Math.round(n)).replace(/\B(?=(\d{3})+(?!\d))/g
 const pct = (up: number, checks: number) => String(Math.floor((up / checks) * 10_000) / 100);
 const isoDay = (d: Date) => d.toISOString().slice(0, 10);
 
-/** Colour class of a cell by its uptime: >= 99.9 ok, >= 99 warn, below bad, no data grey (none). */
-function cellClass(c: { checks: number; available: number }): string {
-  if (c.checks === 0) return "";
+/**
+ * Colour class of a cell by its uptime: >= 99.9 ok, >= 99 warn, below bad, only checks under
+ * maintenance (docs/maintenance.md) maintenance blue, no data grey (none).
+ */
+function cellClass(c: { checks: number; available: number; maintenance: number }): string {
+  if (c.checks === 0) return c.maintenance > 0 ? "m" : "";
   const p = (c.available / c.checks) * 100;
   return p >= 99.9 ? "o" : p >= 99 ? "w" : "b";
 }
@@ -122,8 +125,14 @@ export function barHtml(
  */
 const dayTitle = (c: UptimeCell) =>
   c.checks
-    ? `${isoDay(c.start)}: ${pct(c.available, c.checks)}% (${int(c.available)}/${int(c.checks)})`
-    : `${isoDay(c.start)}: no data`;
+    ? `${isoDay(c.start)}: ${pct(c.available, c.checks)}% (${int(c.available)}/${int(c.checks)})${underMaintenance(c)}`
+    : c.maintenance
+      ? `${isoDay(c.start)}: maintenance (${int(c.maintenance)} checks)`
+      : `${isoDay(c.start)}: no data`;
+
+/** A tooltip's mention of the checks under maintenance, left out of its percent. */
+const underMaintenance = (c: UptimeCell) =>
+  c.maintenance ? `, ${int(c.maintenance)} under maintenance` : "";
 
 /** A list row's bar: the day cells of the last 90 days. */
 function listBar(bar: UptimeBar | undefined, now: Date): string {
@@ -133,6 +142,7 @@ function listBar(bar: UptimeBar | undefined, now: Date): string {
       start: new Date(Math.floor(now.getTime() / 86_400_000) * 86_400_000 - (BAR_DAYS - 1 - i) * 86_400_000),
       checks: 0,
       available: 0,
+      maintenance: 0,
       avgResponseMs: null,
     }));
   return barHtml(cells, "90-day uptime", dayTitle, bar ?? { checks: 0, available: 0 });
@@ -586,8 +596,10 @@ function bucketLabel(d: Date, bucketMs: number): string {
 function timelineView(t: AvailabilityTimeline) {
   const title = (c: UptimeCell) =>
     c.checks
-      ? `${bucketLabel(c.start, t.bucketMs)}: ${pct(c.available, c.checks)}% (${int(c.available)} of ${int(c.checks)} checks)`
-      : `${bucketLabel(c.start, t.bucketMs)}: no data`;
+      ? `${bucketLabel(c.start, t.bucketMs)}: ${pct(c.available, c.checks)}% (${int(c.available)} of ${int(c.checks)} checks)${underMaintenance(c)}`
+      : c.maintenance
+        ? `${bucketLabel(c.start, t.bucketMs)}: maintenance (${int(c.maintenance)} checks)`
+        : `${bucketLabel(c.start, t.bucketMs)}: no data`;
   return {
     words: RANGE_WORDS[t.range],
     bar: barHtml(t.cells, `${RANGE_WORDS[t.range]} uptime`, title, t),

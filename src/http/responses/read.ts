@@ -13,6 +13,11 @@ export const availabilitySample = z.object({
   error: z.string().nullable(),
   synthetic: z.boolean().describe("true for a gap-fill sample the service wrote itself"),
   source: z.string(),
+  maintenance: z
+    .boolean()
+    .describe(
+      "true when a maintenance window covered the connection at the check (docs/maintenance.md): the check is kept but left out of uptime",
+    ),
 });
 
 export const availabilitySummaryRow = z.object({
@@ -20,9 +25,18 @@ export const availabilitySummaryRow = z.object({
   window: oneOf(["day", "week", "month"]),
   since: timestamp,
   until: timestamp,
-  checks: z.number().int(),
+  checks: z.number().int().describe("checks in the window, those under maintenance not included"),
   available_checks: z.number().int(),
-  uptime_percent: z.number(),
+  maintenance_checks: z
+    .number()
+    .int()
+    .describe(
+      "checks taken under a maintenance window (docs/maintenance.md): not counted in checks or uptime",
+    ),
+  uptime_percent: z
+    .number()
+    .nullable()
+    .describe("percent of checks available; null when every check was under maintenance"),
   avg_response_time_ms: z.number().nullable(),
 });
 

@@ -76,15 +76,28 @@ export function orderNewestFirst(table: TableDef): string {
 
 export function measureSql(table: TableDef, alias: string, m: Measure, dialect: "sql" | "questdb"): string {
   if (!/^[a-z_][a-z0-9_]*$/.test(alias)) throw new Error(`bad measure alias ${alias}`);
+  // rows where the `unless` column is true are left out: `CASE WHEN unless THEN NULL ELSE x END`
+  // (a null boolean is not true, so it counts, as QuestDB's false does)
+  let unless: string | null = null;
+  if ("unless" in m && m.unless !== undefined) {
+    const def = checkColumn(table, m.unless);
+    if (def.type !== "boolean") throw new Error(`${m.unless} is not boolean`);
+    unless = m.unless;
+  }
+  const unlessOr = (expr: string, instead = "NULL") =>
+    unless === null ? expr : `CASE WHEN ${unless} THEN ${instead} ELSE ${expr} END`;
   switch (m.fn) {
     case "count":
-      if (m.column === undefined) return `count(*) AS ${alias}`;
+      if (m.column === undefined)
+        return unless === null ? `count(*) AS ${alias}` : `sum(${unlessOr("1", "0")}) AS ${alias}`;
       checkColumn(table, m.column);
-      return `count(${m.column}) AS ${alias}`;
+      return unless === null
+        ? `count(${m.column}) AS ${alias}`
+        : `sum(CASE WHEN ${unless} THEN 0 WHEN ${m.column} IS NULL THEN 0 ELSE 1 END) AS ${alias}`;
     case "countTrue": {
       const def = checkColumn(table, m.column);
       if (def.type !== "boolean") throw new Error(`${m.column} is not boolean`);
-      return `sum(CASE WHEN ${m.column} THEN 1 ELSE 0 END) AS ${alias}`;
+      return `sum(${unlessOr(`CASE WHEN ${m.column} THEN 1 ELSE 0 END`, "0")}) AS ${alias}`;
     }
     case "percentile": {
       const def = checkColumn(table, m.column);
@@ -98,7 +111,7 @@ export function measureSql(table: TableDef, alias: string, m: Measure, dialect: 
     default: {
       const def = checkColumn(table, m.column);
       if (def.type !== "double" && def.type !== "long") throw new Error(`${m.column} is not numeric`);
-      return `${m.fn}(${m.column}) AS ${alias}`;
+      return `${m.fn}(${unlessOr(m.column)}) AS ${alias}`;
     }
   }
 }

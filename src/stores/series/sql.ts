@@ -192,12 +192,13 @@ export function toPage<T extends SeriesTable>(
   };
 }
 
-/** Same JS types from every driver: numbers as numbers, absent values as null. */
+/** Same JS types from every driver: numbers as numbers, absent values as null (booleans false). */
 export function normalizeRow(table: TableDef, r: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ts: r.ts };
   for (const [col, def] of Object.entries(table.columns)) {
     const v = r[col];
-    if (v === undefined || v === null) out[col] = null;
+    // QuestDB has no null boolean (a row from before a boolean column reads false): false everywhere
+    if (v === undefined || v === null) out[col] = def.type === "boolean" ? false : null;
     else if (def.type === "double" || def.type === "long") out[col] = toNumberOrNull(v);
     else out[col] = v;
   }

@@ -43,6 +43,11 @@ export const availabilitySamples = table(
     synthetic: { type: "boolean" },
     /** probe, heartbeat or gap_fill. */
     source: { type: "symbol" },
+    /**
+     * Taken while a maintenance window covered the connection (docs/maintenance.md): kept and
+     * read back, left out of uptime. Absent or null reads as false (rows from before the column).
+     */
+    maintenance: { type: "boolean", nullable: true },
   },
   ["connection_id"],
 );
@@ -127,13 +132,18 @@ export const gatewayModelUsage = table(
 
 const rollupColumns = {
   connection_id: { type: "symbol" },
-  /** Samples in the bucket, synthetic ones included. */
+  /** Samples in the bucket, synthetic ones included, those under maintenance not. */
   checks: { type: "long" },
   /** Samples with available = true. */
   available: { type: "long" },
   /** Sum and number of the response times that were recorded (not null). */
   response_ms_sum: { type: "double" },
   response_ms_count: { type: "long" },
+  /**
+   * Samples taken under maintenance (docs/maintenance.md), counted here and nowhere else: checks,
+   * available and the response times leave them out. Null in rows written before the column.
+   */
+  maintenance: { type: "long", nullable: true },
 } as const;
 
 /**

@@ -54,16 +54,18 @@ export interface LogBin {
 
 export type Measure =
   /** Rows, or with a column the rows where it is not null. */
-  | { fn: "count"; column?: string }
-  | { fn: "sum" | "avg" | "min" | "max"; column: string }
+  | { fn: "count"; column?: string; unless?: string }
+  | { fn: "sum" | "avg" | "min" | "max"; column: string; unless?: string }
   /** Number of rows where a boolean column is true. */
-  | { fn: "countTrue"; column: string }
+  | { fn: "countTrue"; column: string; unless?: string }
   /**
    * The `p`-th percentile (0 < p < 1) of a numeric column's non-null values, nearest rank (the
    * value at rank ceil(p · n)), exact on both backends: `percentile_disc` on SQL, window functions
    * on QuestDB, which computes it only over the whole range (`bucket: "all"`).
    */
   | { fn: "percentile"; column: string; p: number };
+// `unless`: a boolean column; rows where it is true are left out of that measure (and only of
+// it: `maintenance` samples count apart from uptime). Null counts as false on every backend.
 
 export interface AggregateQuery {
   /** UTC calendar buckets; weeks start on Monday (ISO), as both backends align them. */
