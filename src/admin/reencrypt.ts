@@ -1,3 +1,4 @@
+import { allChannelCiphertexts, replaceChannelCiphertexts } from "../channels/repository.js";
 import { connectionsWithCredentials, replaceCiphertexts } from "../connections/repository.js";
 import type { CredentialBox } from "../lib/credentials.js";
 import type { RelationalStore } from "../stores/relational/types.js";
@@ -5,9 +6,10 @@ import { allWebhookCiphertexts, replaceWebhookCiphertexts } from "../webhooks/re
 
 /**
  * Rewrites every stored credential that is not under the current master secret: connections'
- * API keys and tokens, and webhooks' URLs and signing secrets. Run after setting a new
- * VIGIL_SECRET with the old one in VIGIL_PREVIOUS_SECRETS; afterwards the old secret can be
- * dropped. `checked` and `reencrypted` count connections and webhooks together.
+ * API keys and tokens, webhooks' URLs and signing secrets, and notification channels' secret
+ * settings and signing secrets. Run after setting a new VIGIL_SECRET with the old one in
+ * VIGIL_PREVIOUS_SECRETS; afterwards the old secret can be dropped. `checked` and `reencrypted`
+ * count connections, webhooks and channels together.
  */
 export async function reencryptCredentials(db: RelationalStore, box: CredentialBox) {
   const again = (v: string | null) =>
@@ -31,5 +33,14 @@ export async function reencryptCredentials(db: RelationalStore, box: CredentialB
       updated++;
     }
   }
-  return { reencrypted: updated, checked: rows.length + hooks.length };
+  const channels = await allChannelCiphertexts(db);
+  for (const c of channels) {
+    const secrets = again(c.secrets_enc);
+    const signing = again(c.signing_secret_enc);
+    if (secrets !== c.secrets_enc || signing !== c.signing_secret_enc) {
+      await replaceChannelCiphertexts(db, { id: c.id, secrets_enc: secrets, signing_secret_enc: signing });
+      updated++;
+    }
+  }
+  return { reencrypted: updated, checked: rows.length + hooks.length + channels.length };
 }

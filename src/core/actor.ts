@@ -48,6 +48,12 @@ export interface UserActor {
   readonly userId: string;
   readonly via: "oauth" | "session";
   readonly permissions: ReadonlySet<Permission>;
+  /**
+   * The organization whose account settings (notification channels, routing rules) a dashboard
+   * page acts on, as an organization key would; absent: the user's personal account. It widens
+   * nothing: each verb checks the user's role in it.
+   */
+  readonly actingFor?: string;
 }
 
 /** Vigil itself (probes, detectors, retention, delivery): sees every connection. */

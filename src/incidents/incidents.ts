@@ -25,11 +25,15 @@ import {
   lastFailureMailDue,
   suppressDeferred,
 } from "../notifications/repository.js";
+import { underMaintenance } from "../maintenance/repository.js";
 import type { Queryable } from "../stores/relational/types.js";
 import {
   appendEvent,
-  enqueueNotifications,
+  enqueueRouted,
+  enqueueToChannels,
   type EventKind,
+  incidentFacts,
+  pagedChannelRows,
   type IncidentKind,
   incidentStatus,
   insertOpenIncident,
@@ -67,13 +71,17 @@ export interface OpenIncident {
 
 /**
  * Opens an incident of `kind` for the connection unless one is unresolved already, with its
- * `opened` event and failure e-mails. Returns the new incident's id, or null when one was open.
+ * `opened` event and failure e-mails. Returns the new incident's id, or null when one was open
+ * or the connection is under maintenance (nothing is then recorded or sent).
  */
 export async function openIncident(
   tx: Queryable,
   target: IncidentTarget,
   o: OpenIncident,
 ): Promise<string | null> {
+  // a connection under maintenance (docs/maintenance.md): no incident opens, nothing is sent;
+  // a budget is about money, not planned work: it opens all the same (it would not open later)
+  if (o.kind !== "budget" && (await underMaintenance(tx, target.connectionId, o.at))) return null;
   const id = await insertOpenIncident(tx, {
     connectionId: target.connectionId,
     kind: o.kind,
@@ -192,7 +200,38 @@ export async function acknowledgeIncident(
   }
   await appendEvent(tx, a.incidentId, a.at, "acknowledged", { by: a.by, note: a.note ?? null });
   await withhold(tx, a.incidentId, a.at, "the incident was acknowledged before it was due");
+  await acknowledgeOnPagers(tx, a.incidentId, a.at);
   return { id: a.incidentId, status: "acknowledged" };
+}
+
+/**
+ * Acknowledges the incident at the paging providers (PagerDuty, Opsgenie) its trigger reached:
+ * one `acknowledged` row per channel, recorded as `notified` in the timeline.
+ */
+async function acknowledgeOnPagers(tx: Queryable, incidentId: string, at: Date): Promise<void> {
+  const paged = await pagedChannelRows(tx, incidentId);
+  if (paged.length === 0) return;
+  const facts = await incidentFacts(tx, incidentId);
+  if (!facts) return;
+  const rows = await enqueueToChannels(tx, {
+    kind: "acknowledged",
+    account: { userId: facts.user_id, organizationId: facts.organization_id },
+    connectionId: facts.connection_id,
+    incidentId,
+    subject: `[Vigil] ${facts.connection_name}: incident acknowledged`,
+    body: `${facts.title}\nAcknowledged in Vigil at ${at.toISOString()}.\n`,
+    at,
+    channels: paged,
+    event: "acknowledge",
+  });
+  await appendEvent(tx, incidentId, at, "notified", {
+    kind: "acknowledged",
+    channels: [...new Set(rows.map((r) => r.channel))],
+    recipients: 0,
+    webhooks: 0,
+    channel_ids: paged.map((c) => c.id),
+    notification_ids: rows.map((r) => r.id),
+  });
 }
 
 /** One attempt to deliver one notification of an incident, as the delivery job saw it end. */
@@ -268,7 +307,7 @@ async function notify(
     if (next > at.getTime()) dueAt = new Date(next);
   }
   const to = await recipients(tx, target);
-  const ids = await enqueueNotifications(tx, {
+  const rows = await enqueueRouted(tx, {
     kind: mail.kind,
     account: target,
     connectionId: target.connectionId,
@@ -280,13 +319,15 @@ async function notify(
     at,
     dueAt,
   });
+  const owners = rows.filter((r) => r.channel === "email" && r.channelId === null).length;
   await appendEvent(tx, incidentId, at, "notified", {
     kind: mail.kind,
-    // e-mail recipients, then one row per webhook of the account (enqueueNotifications)
-    channels: ids.length > to.length ? ["email", "webhook"] : ["email"],
-    recipients: to.length,
-    webhooks: ids.length - to.length,
-    notification_ids: ids,
+    // how each row goes out: e-mail, webhook, or a channel type (enqueueRouted)
+    channels: [...new Set(rows.map((r) => r.channel))],
+    recipients: owners,
+    webhooks: rows.filter((r) => r.channel === "webhook" && r.channelId === null).length,
+    channel_ids: [...new Set(rows.flatMap((r) => (r.channelId ? [r.channelId] : [])))],
+    notification_ids: rows.map((r) => r.id),
     ...(dueAt > at
       ? {
           deferred_until: dueAt.toISOString(),

@@ -11,7 +11,14 @@ import type { Queryable } from "../stores/relational/types.js";
  * Every function takes the caller's transaction; the domain (incidents.ts) decides, this file
  * only reads and writes rows.
  */
-export { enqueueNotifications, type NotificationKind, recipients } from "../notifications/repository.js";
+export {
+  enqueueNotifications,
+  enqueueRouted,
+  enqueueToChannels,
+  type NotificationKind,
+  recipients,
+} from "../notifications/repository.js";
+export { pagedChannels as pagedChannelRows } from "../channels/repository.js";
 
 export const INCIDENT_KINDS = ["availability", "missed_heartbeat", "anomaly", "budget"] as const;
 export const INCIDENT_STATUSES = ["open", "acknowledged", "resolved"] as const;
@@ -31,6 +38,7 @@ export const EVENT_KINDS = [
   "delivery_failed",
   "delivery_given_up",
   "suppressed",
+  "escalated",
 ] as const;
 export type EventKind = (typeof EVENT_KINDS)[number];
 
@@ -178,6 +186,35 @@ export async function selectIncident(
 }
 
 /** Locks one incident row for a change; its status, or null when it does not exist. */
+/** What an incident's channel alerts name: its title and connection's account. */
+export async function incidentFacts(
+  tx: Queryable,
+  incidentId: string,
+): Promise<{
+  title: string;
+  kind: IncidentKind;
+  status: IncidentStatus;
+  connection_id: string;
+  connection_name: string;
+  user_id: string;
+  organization_id: string | null;
+} | null> {
+  const r = await tx.query<{
+    title: string;
+    kind: IncidentKind;
+    status: IncidentStatus;
+    connection_id: string;
+    connection_name: string;
+    user_id: string;
+    organization_id: string | null;
+  }>(
+    `SELECT i.title, i.kind, i.status, c.id AS connection_id, c.service_name AS connection_name, c.user_id, c.organization_id
+       FROM incidents i JOIN connections c ON c.id = i.connection_id WHERE i.id = $1`,
+    [incidentId],
+  );
+  return r.rows[0] ?? null;
+}
+
 export async function lockIncident(tx: Queryable, incidentId: string): Promise<IncidentStatus | null> {
   const r = await tx.query<{ status: IncidentStatus }>(
     "SELECT status FROM incidents WHERE id = $1 FOR UPDATE",

@@ -1,6 +1,8 @@
 import { detectAnomalies } from "../anomalies/detect.js";
 import { SETTLE_MS } from "../anomalies/late.js";
 import { runBudgetChecks } from "../budgets/job.js";
+import { drainChannels } from "../channels/delivery.js";
+import { runEscalations } from "../channels/escalation.js";
 import type { AppContext } from "../core/context.js";
 import type { DeliveryJob } from "../notifications/delivery.js";
 import { releaseStaleLeases } from "../probes/claim.js";
@@ -30,6 +32,8 @@ export function clusterJobs(delivery: DeliveryJob): Job[] {
     // through slow SMTP sends would pin a pool connection for as long
     { name: "delivery", intervalMs: 2_000, lock: null, run: () => delivery.tick() },
     webhookDeliveryJob,
+    channelDeliveryJob,
+    escalationsJob,
     probeHousekeepingJob,
     oauthHousekeepingJob,
     budgetsJob,
@@ -47,6 +51,26 @@ export const webhookDeliveryJob: Job = {
   intervalMs: 2_000,
   lock: null,
   run: (ctx) => deliverWebhooks(ctx),
+};
+
+/**
+ * Channel deliveries (src/channels/delivery.ts: Slack, Teams, Discord, PagerDuty, Opsgenie,
+ * Telegram, ntfy): no cluster lock (rows are claimed with SKIP LOCKED), a job of its own so a slow
+ * provider never holds up e-mail or webhooks, every second so a page goes out within seconds.
+ */
+export const channelDeliveryJob: Job = {
+  name: "channel-delivery",
+  intervalMs: 1_000,
+  lock: null,
+  run: (ctx) => drainChannels(ctx),
+};
+
+/** Escalations and reminders of unacknowledged incidents (src/channels/escalation.ts); rows claimed with SKIP LOCKED. */
+export const escalationsJob: Job = {
+  name: "escalations",
+  intervalMs: 15_000,
+  lock: null,
+  run: (ctx) => runEscalations(ctx),
 };
 
 /**

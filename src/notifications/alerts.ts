@@ -47,6 +47,8 @@ export interface AlertRecord {
   organization_id: string | null;
   /** For channel `webhook`: the webhook (GET /v1/webhooks); null for an e-mail, and once the webhook was deleted. */
   webhook_id: string | null;
+  /** The channel of /v1/channels it went to; null for the account owners' e-mail, a /v1/webhooks webhook, and once the channel was deleted. */
+  channel_id: string | null;
 }
 
 export interface AlertQuery extends PageRequest, Window {
@@ -89,6 +91,7 @@ export async function listAlerts(ctx: AppContext, actor: Actor, q: AlertQuery): 
       audit_event: (r.audit_event as AuditEvent | null) ?? null,
       organization_id: r.organization_id,
       webhook_id: r.webhook_id,
+      channel_id: r.channel_id,
     })),
     next: more && last ? { ts: new Date(last.created_at), key: [last.id] } : null,
   };

@@ -23,6 +23,8 @@ export interface AttemptOutcome {
   error: string | null;
   /** Give up now whatever the attempt count (nothing a retry could change: a deleted webhook). */
   giveUp?: boolean;
+  /** The receiver asked to wait this long (429 Retry-After): the retry is no sooner. */
+  retryAfterMs?: number;
 }
 
 /**
@@ -55,7 +57,7 @@ export async function settleAttempt(
     return { giveUp: false };
   }
   const giveUp = outcome.giveUp === true || n.attempts >= MAX_ATTEMPTS;
-  const retryAt = new Date(done.getTime() + retryDelayMs(n.attempts));
+  const retryAt = new Date(done.getTime() + Math.max(retryDelayMs(n.attempts), outcome.retryAfterMs ?? 0));
   await db.transaction(async (tx: Queryable) => {
     await markFailed(tx, { id: n.id, giveUp, error, retryAt });
     if (n.incident_id)

@@ -4,6 +4,11 @@ import type { Position } from "../core/page.js";
 import { visibleConnectionsCondition } from "../identity/repository.js";
 import type { Queryable } from "../stores/relational/types.js";
 import { webhookTargets } from "../webhooks/repository.js";
+import { type ChannelRow, insertEscalation } from "../channels/repository.js";
+import { routeAlert } from "../channels/routing.js";
+import type { AlertEvent, ChannelType } from "../channels/providers/types.js";
+import type { AlertAccount } from "./account.js";
+import { underMaintenance } from "../maintenance/repository.js";
 
 /**
  * The notifications outbox (sql/postgres/004_probes.sql, 012_incident_lifecycle.sql,
@@ -13,7 +18,15 @@ import { webhookTargets } from "../webhooks/repository.js";
  * event); delivery claims, sends and marks them (delivery.ts for e-mail, webhooks/delivery.ts).
  */
 
-export type NotificationKind = "failure" | "recovery" | "audit" | "budget_warning" | "anomaly" | "invitation";
+export type NotificationKind =
+  | "failure"
+  | "recovery"
+  | "audit"
+  | "budget_warning"
+  | "anomaly"
+  | "invitation"
+  | "acknowledged"
+  | "escalation";
 export const NOTIFICATION_KINDS = [
   "failure",
   "recovery",
@@ -21,8 +34,11 @@ export const NOTIFICATION_KINDS = [
   "budget_warning",
   "anomaly",
   "invitation",
+  "acknowledged",
+  "escalation",
 ] as const;
-export type Channel = "email" | "webhook";
+/** How a row goes out: e-mail, a signed webhook, or a channel type of /v1/channels. */
+export type Channel = ChannelType;
 /** `suppressed`: withheld by noise control before its first attempt; never sent. */
 export type DeliveryStatus = "pending" | "sent" | "failed" | "suppressed";
 export type AuditEvent =
@@ -74,53 +90,138 @@ export interface NewNotifications {
   webhooks?: boolean;
 }
 
+/** One row written to the outbox, as the incident's `notified` event counts them. */
+export interface QueuedNotification {
+  id: string;
+  channel: Channel;
+  /** The channel of /v1/channels it goes to; null for the owners' e-mail and /v1/webhooks. */
+  channelId: string | null;
+}
+
 /**
- * Queues the notification in the outbox: one row per recipient, and one `webhook` row per
- * webhook of the account (its own, or else the connection's), all with the same text, kind,
- * incident and due time, so noise control (deferral, suppression) treats them alike. An alert
- * with no e-mail recipient still reaches the webhooks. Returns every row's id.
+ * Queues the notification in the outbox: one row per recipient (the account's owners' e-mail,
+ * unless the account turned it off), one `webhook` row per webhook of /v1/webhooks of the account
+ * (its own, or else the connection's), and one row per channel routing picks
+ * (src/channels/routing.ts; an e-mail channel: one per address), all with the same text, kind,
+ * incident and due time, so noise control (deferral, suppression) treats them alike. Starts the
+ * escalations of the rules that matched an incident's opening alert. Returns every row.
  */
-export async function enqueueNotifications(tx: Queryable, n: NewNotifications): Promise<string[]> {
-  const ids: string[] = [];
+export async function enqueueRouted(tx: Queryable, n: NewNotifications): Promise<QueuedNotification[]> {
+  const rows: QueuedNotification[] = [];
+  // a connection under maintenance (docs/maintenance.md): nothing new is sent about it; what ends
+  // an alert already sent (a recovery, an acknowledgement) still goes, so no pager stays triggered
+  if (
+    n.connectionId &&
+    SILENCED_IN_MAINTENANCE.has(n.kind) &&
+    (await underMaintenance(tx, n.connectionId, n.at))
+  )
+    return rows;
   const account = n.account ?? (n.connectionId ? await connectionAccount(tx, n.connectionId) : null);
-  const insert = async (channel: Channel, recipient: string, webhookId: string | null) => {
-    const id = randomUUID();
-    ids.push(id);
-    await tx.query(
-      `INSERT INTO notifications (id, connection_id, incident_id, anomaly_id, kind, channel, recipient, subject, body,
-                                  created_at, next_attempt_at, due_at, user_id, organization_id, audit_event, webhook_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13, $14, $15)`,
-      [
-        id,
-        n.connectionId ?? null,
-        n.incidentId ?? null,
-        n.anomalyId ?? null,
-        n.kind,
-        channel,
-        recipient,
-        n.subject,
-        n.body,
-        n.at.toISOString(),
-        (n.dueAt ?? n.at).toISOString(),
-        // rows of callers that name no account keep both NULL: the connection's account (as before)
-        n.account && !n.account.organizationId ? n.account.userId : null,
-        n.account?.organizationId ?? null,
-        n.auditEvent ?? null,
-        webhookId,
-      ],
-    );
-  };
-  for (const recipient of n.recipients) await insert(n.channel ?? "email", recipient, null);
-  if (account && n.webhooks !== false)
-    for (const w of await webhookTargets(
-      tx,
-      account.organizationId
-        ? { scope: "organization", id: account.organizationId }
-        : { scope: "user", id: account.userId },
-    ))
+  const alertAccount = account ? accountRef(account) : null;
+  const plan =
+    alertAccount && n.webhooks !== false
+      ? await routeAlert(tx, alertAccount, {
+          kind: n.kind,
+          connectionId: n.connectionId ?? null,
+          incidentId: n.incidentId ?? null,
+        })
+      : null;
+  const owners = plan && !plan.emailOwners ? [] : n.recipients;
+  for (const recipient of owners) rows.push(await insertRow(tx, n, n.channel ?? "email", recipient, {}));
+  if (alertAccount && n.webhooks !== false)
+    for (const w of await webhookTargets(tx, alertAccount))
       // the recipient is the URL's origin: the whole URL may hold a secret
-      await insert("webhook", w.url_origin, w.id);
-  return ids;
+      rows.push(await insertRow(tx, n, "webhook", w.url_origin, { webhookId: w.id }));
+  for (const { channel, event } of plan?.channels ?? [])
+    rows.push(...(await queueToChannel(tx, n, channel, event)));
+  if (n.incidentId)
+    for (const rule of plan?.escalations ?? [])
+      await insertEscalation(tx, {
+        incidentId: n.incidentId,
+        ruleId: rule.id,
+        nextAt: new Date(n.at.getTime() + (rule.escalate_after_minutes ?? 0) * 60_000),
+      });
+  return rows;
+}
+
+/** What a maintenance window silences: budget warnings are about money, not planned work. */
+const SILENCED_IN_MAINTENANCE = new Set<NotificationKind>(["failure", "anomaly", "escalation"]);
+
+const accountRef = (a: Account): AlertAccount =>
+  a.organizationId ? { scope: "organization", id: a.organizationId } : { scope: "user", id: a.userId };
+
+async function insertRow(
+  tx: Queryable,
+  n: Omit<NewNotifications, "recipients">,
+  channel: Channel,
+  recipient: string,
+  target: { webhookId?: string; channelId?: string; event?: AlertEvent },
+): Promise<QueuedNotification> {
+  const id = randomUUID();
+  await tx.query(
+    `INSERT INTO notifications (id, connection_id, incident_id, anomaly_id, kind, channel, recipient, subject, body,
+                                created_at, next_attempt_at, due_at, user_id, organization_id, audit_event, webhook_id,
+                                channel_id, event)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13, $14, $15, $16, $17)`,
+    [
+      id,
+      n.connectionId ?? null,
+      n.incidentId ?? null,
+      n.anomalyId ?? null,
+      n.kind,
+      channel,
+      recipient,
+      n.subject,
+      n.body,
+      n.at.toISOString(),
+      (n.dueAt ?? n.at).toISOString(),
+      // rows of callers that name no account keep both NULL: the connection's account (as before)
+      n.account && !n.account.organizationId ? n.account.userId : null,
+      n.account?.organizationId ?? null,
+      n.auditEvent ?? null,
+      target.webhookId ?? null,
+      target.channelId ?? null,
+      target.event ?? null,
+    ],
+  );
+  return { id, channel, channelId: target.channelId ?? null };
+}
+
+/** The rows of one channel: one per address of an e-mail channel, one otherwise. */
+async function queueToChannel(
+  tx: Queryable,
+  n: Omit<NewNotifications, "recipients">,
+  channel: ChannelRow,
+  event: AlertEvent,
+): Promise<QueuedNotification[]> {
+  if (channel.type === "email") {
+    const addresses = Array.isArray(channel.settings.addresses)
+      ? (channel.settings.addresses as string[])
+      : [];
+    const rows: QueuedNotification[] = [];
+    for (const a of addresses)
+      rows.push(await insertRow(tx, n, "email", a, { channelId: channel.id, event }));
+    return rows;
+  }
+  return [await insertRow(tx, n, channel.type, channel.hint, { channelId: channel.id, event })];
+}
+
+/**
+ * Queues one alert to the given channels only (no owners' e-mail, no /v1/webhooks): a paging
+ * provider's acknowledgement, an escalation. Returns the rows.
+ */
+export async function enqueueToChannels(
+  tx: Queryable,
+  n: Omit<NewNotifications, "recipients" | "webhooks"> & { channels: ChannelRow[]; event: AlertEvent },
+): Promise<QueuedNotification[]> {
+  const rows: QueuedNotification[] = [];
+  for (const channel of n.channels) rows.push(...(await queueToChannel(tx, n, channel, n.event)));
+  return rows;
+}
+
+/** Queues the notification (see `enqueueRouted`); returns every row's id. */
+export async function enqueueNotifications(tx: Queryable, n: NewNotifications): Promise<string[]> {
+  return (await enqueueRouted(tx, n)).map((r) => r.id);
 }
 
 /** A connection's account; null when it is gone. */
@@ -199,13 +300,16 @@ export interface PendingNotification extends Record<string, unknown> {
   anomaly_id: string | null;
   audit_event: string | null;
   webhook_id: string | null;
+  channel_id: string | null;
+  /** What a paging provider does with it (trigger, acknowledge, resolve, info); null for older rows. */
+  event: AlertEvent | null;
   created_at: Date;
 }
 /** A claimed e-mail. */
 export type PendingMail = PendingNotification;
 
 const PENDING_COLUMNS =
-  "id, recipient, subject, body, attempts, kind, channel, incident_id, connection_id, anomaly_id, audit_event, webhook_id, created_at";
+  "id, recipient, subject, body, attempts, kind, channel, incident_id, connection_id, anomaly_id, audit_event, webhook_id, channel_id, event, created_at";
 
 /**
  * Claims up to `batch` notifications of `channel` due at `at`: counts the attempt and pushes the
@@ -213,19 +317,20 @@ const PENDING_COLUMNS =
  */
 export async function claimDue(
   db: Queryable,
-  c: { channel: Channel; batch: number; at: Date; claimUntil: Date },
+  c: { channel: Channel | readonly Channel[]; batch: number; at: Date; claimUntil: Date },
 ): Promise<PendingNotification[]> {
+  const channels = typeof c.channel === "string" ? [c.channel] : [...c.channel];
   // returned in the order they became due, so a failure alert goes before its recovery
   const r = await db.query<PendingNotification>(
     `WITH claimed AS (
        UPDATE notifications SET attempts = attempts + 1, next_attempt_at = $3
         WHERE id IN (SELECT id FROM notifications
-                      WHERE status = 'pending' AND channel = $4 AND next_attempt_at <= $2
+                      WHERE status = 'pending' AND channel = ANY($4::text[]) AND next_attempt_at <= $2
                       ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
         RETURNING ${PENDING_COLUMNS}, coalesce(due_at, created_at) AS due
      )
      SELECT ${PENDING_COLUMNS} FROM claimed ORDER BY due, created_at, id`,
-    [c.batch, c.at.toISOString(), c.claimUntil.toISOString(), c.channel],
+    [c.batch, c.at.toISOString(), c.claimUntil.toISOString(), channels],
   );
   return r.rows;
 }
@@ -249,6 +354,19 @@ export async function markFailed(
   await db.query(
     "UPDATE notifications SET status = $2, last_error = $3, next_attempt_at = $4 WHERE id = $1",
     [f.id, f.giveUp ? "failed" : "pending", f.error, f.retryAt.toISOString()],
+  );
+}
+
+/**
+ * Hands claimed notifications back unattempted (a provider's rate limit held up their queue):
+ * the attempt counted by the claim is taken back, and they are due again at `at`.
+ */
+export async function releaseClaims(db: Queryable, ids: readonly string[], at: Date): Promise<void> {
+  if (ids.length === 0) return;
+  await db.query(
+    `UPDATE notifications SET attempts = greatest(attempts - 1, 0), next_attempt_at = $2
+      WHERE id = ANY($1::text[]) AND status = 'pending'`,
+    [[...ids], at.toISOString()],
   );
 }
 
@@ -310,6 +428,7 @@ export interface AlertRecordRow extends Record<string, unknown> {
   audit_event: string | null;
   organization_id: string | null;
   webhook_id: string | null;
+  channel_id: string | null;
 }
 
 /**
@@ -341,7 +460,7 @@ export async function selectAlertPage(
   const r = await db.query<AlertRecordRow>(
     `SELECT n.id, n.kind, n.channel, n.recipient, n.subject, n.body, n.status, n.attempts, n.last_error,
             n.created_at, n.due_at, n.sent_at, n.connection_id, c.service_name AS connection_name,
-            n.incident_id, n.anomaly_id, n.audit_event, a.organization_id, n.webhook_id
+            n.incident_id, n.anomaly_id, n.audit_event, a.organization_id, n.webhook_id, n.channel_id
        FROM notifications n ${ALERT_ACCOUNT}
       WHERE ${visible}
         AND ($1::text IS NULL OR n.connection_id = $1)

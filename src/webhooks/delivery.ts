@@ -5,6 +5,8 @@ import { type AttemptOutcome, CLAIM_MS, OwedMarks } from "../notifications/deliv
 import { claimDue, connectionNames, type PendingNotification } from "../notifications/repository.js";
 import { payloadOf, signatureHeader } from "./payload.js";
 import { selectWebhookSecret } from "./repository.js";
+import { settingsOf } from "../channels/channels.js";
+import { selectChannel } from "../channels/repository.js";
 import { createWebhookAgent, postWebhook, WEBHOOK_TIMEOUT_MS } from "./send.js";
 import { checkWebhookUrl, rulesOf } from "./url.js";
 
@@ -59,7 +61,7 @@ export async function deliverWebhooks(
   // one queue per webhook, in the order its alerts became due (a failure before its recovery)
   const queues = new Map<string, PendingNotification[]>();
   for (const n of claimed) {
-    const key = n.webhook_id ?? `gone:${n.id}`;
+    const key = n.webhook_id ?? (n.channel_id ? `channel:${n.channel_id}` : `gone:${n.id}`);
     const q = queues.get(key);
     if (q) q.push(n);
     else queues.set(key, [n]);
@@ -102,16 +104,28 @@ async function attempt(
   connectionName: string | null,
   timeoutMs: number,
 ): Promise<AttemptOutcome> {
-  const hook = n.webhook_id ? await selectWebhookSecret(ctx.stores.db, n.webhook_id) : null;
-  if (!hook) return { error: "not sent: the webhook was deleted", giveUp: true };
   let url: string;
   let secret: string;
-  try {
-    url = ctx.credentials.decrypt(hook.url_enc);
-    secret = ctx.credentials.decrypt(hook.secret_enc);
-  } catch (err) {
-    // retried: an operator who rotated VIGIL_SECRET can still add the old one back
-    return { error: `cannot decrypt the webhook's URL or secret: ${(err as Error).message}` };
+  if (n.webhook_id) {
+    const hook = await selectWebhookSecret(ctx.stores.db, n.webhook_id);
+    if (!hook) return { error: "not sent: the webhook was deleted", giveUp: true };
+    try {
+      url = ctx.credentials.decrypt(hook.url_enc);
+      secret = ctx.credentials.decrypt(hook.secret_enc);
+    } catch (err) {
+      // retried: an operator who rotated VIGIL_SECRET can still add the old one back
+      return { error: `cannot decrypt the webhook's URL or secret: ${(err as Error).message}` };
+    }
+  } else {
+    // a webhook channel of /v1/channels
+    const channel = n.channel_id ? await selectChannel(ctx.stores.db, n.channel_id) : null;
+    if (!channel) return { error: "not sent: the webhook was deleted", giveUp: true };
+    try {
+      url = String(settingsOf(ctx, channel).url);
+      secret = channel.signing_secret_enc ? ctx.credentials.decrypt(channel.signing_secret_enc) : "";
+    } catch (err) {
+      return { error: `cannot decrypt the webhook's URL or secret: ${(err as Error).message}` };
+    }
   }
   let target: URL;
   try {

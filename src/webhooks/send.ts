@@ -59,7 +59,12 @@ export async function postWebhook(
   }
 }
 
-function describe(err: unknown, url: URL, timeoutMs: number): string {
+/**
+ * A failed request in words for the alert history, naming the host at most. `quote`: the
+ * library's own message may follow, with the URL cut to its origin; channel deliveries pass false
+ * (a Telegram bot token is a path segment that a message could quote in another form).
+ */
+export function describe(err: unknown, url: URL, timeoutMs: number, quote = true): string {
   // names the host and the address, never the path
   const refused = refusedBy(err);
   if (refused) return refused.message;
@@ -77,6 +82,7 @@ function describe(err: unknown, url: URL, timeoutMs: number): string {
   if (code === "ENOTFOUND" || code === "EAI_AGAIN") return `host not found: ${url.hostname}`;
   if (code === "ECONNRESET" || code === "UND_ERR_SOCKET" || err instanceof errors.SocketError)
     return `connection closed by ${url.host}`;
+  if (!quote) return `request to ${url.host} failed${code ? ` (${code})` : ""}`;
   const message = (e.message ?? String(err)).split(url.href).join(url.origin);
   return `${code ? `${code}: ` : ""}${message}`.slice(0, 200);
 }

@@ -5,8 +5,6 @@ import { refusal, webhookPolicy } from "../lib/outbound.js";
 /** The longest webhook URL accepted, in characters. */
 export const MAX_URL_LENGTH = 2048;
 
-const FIELD = "body.url";
-
 /** What decides whether a URL may receive webhooks: the configuration, read by the caller. */
 export interface UrlRules {
   /** WEBHOOK_ALLOW_HTTP_LOOPBACK: plain http to a loopback host is allowed (tests, local use). */
@@ -78,7 +76,8 @@ export function hostRefusal(u: URL, rules: UrlRules): string | null {
  * service itself (the origin of PUBLIC_URL, or a loopback or unspecified host on the port Vigil
  * listens on), so an alert cannot be posted back into Vigil's own API.
  */
-export function checkWebhookUrl(raw: string, rules: UrlRules): URL {
+export function checkWebhookUrl(raw: string, rules: UrlRules, field = "body.url"): URL {
+  const FIELD = field;
   if (raw.length > MAX_URL_LENGTH)
     throw invalidInput(FIELD, `must be at most ${MAX_URL_LENGTH} characters (it has ${raw.length})`, {
       field: FIELD,

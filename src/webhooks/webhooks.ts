@@ -2,7 +2,10 @@ import { randomUUID } from "node:crypto";
 import type { Actor } from "../core/actor.js";
 import type { AppContext } from "../core/context.js";
 import { conflict, forbidden, notFound } from "../core/errors.js";
-import { asManager, roleIn } from "../identity/visibility.js";
+import {
+  accountOf as alertAccountOf,
+  managedAccount as alertManagedAccount,
+} from "../notifications/account.js";
 import { recordDelivery } from "../incidents/incidents.js";
 import type { NotificationKind } from "../notifications/repository.js";
 import { newSecret } from "./payload.js";
@@ -45,29 +48,9 @@ export interface CreatedWebhook extends Webhook {
   secret: string;
 }
 
-/** The account a caller's webhooks are: a personal key's (or signed-in) user, an organization key's organization. */
-function accountOf(actor: Actor): WebhookAccount {
-  if (actor.type === "api_key")
-    return actor.scope === "organization" && actor.organizationId
-      ? { scope: "organization", id: actor.organizationId }
-      : { scope: "user", id: actor.userId };
-  if (actor.type === "user") return { scope: "user", id: actor.userId };
-  throw forbidden("Only an API key or a signed-in user has webhooks");
-}
-
+const accountOf = (actor: Actor): WebhookAccount => alertAccountOf(actor, "webhooks");
 /** The account of someone who may change its webhooks: an organization's needs its admin or owner role. */
-async function managedAccount(ctx: AppContext, actor: Actor): Promise<WebhookAccount> {
-  const p = asManager(actor);
-  const account = accountOf(p);
-  if (account.scope === "organization") {
-    const role = await roleIn(ctx.stores.db, p.userId, account.id);
-    if (role !== "admin" && role !== "owner")
-      throw forbidden(
-        `Only an organization's admins and owners may add or remove its webhooks; this key's user is ${role ? `a ${role}` : "not a member"}`,
-      );
-  }
-  return account;
-}
+const managedAccount = (ctx: AppContext, actor: Actor) => alertManagedAccount(ctx, actor, "webhooks");
 
 const shown = (r: WebhookRow): Webhook => ({
   id: r.id,

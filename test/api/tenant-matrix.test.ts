@@ -1,9 +1,13 @@
+import { randomUUID } from "node:crypto";
 import t, { type Test } from "tap";
 import { z } from "zod";
+import { deleteChannelRow, deleteRuleRow, insertChannel, insertRule } from "../../src/channels/repository.js";
+import type { Permission } from "../../src/core/actor.js";
 import type { Route } from "../../src/http/route.js";
+import { deleteWindow, insertMaintenanceWindow } from "../../src/maintenance/repository.js";
 import { routes } from "../../src/http/routes/index.js";
 import { TOOL_NAMES } from "../../src/mcp/tools.js";
-import { testApp } from "../helpers/app.js";
+import { type TestApp, testApp } from "../helpers/app.js";
 import {
   accountOf,
   alertAccountProblems,
@@ -15,12 +19,15 @@ import {
   expectTool,
   type Extra,
   type MatrixWorld,
+  marker,
   pad,
   PERSONAL,
+  roleIn,
   scan,
   type Scope,
   seedMatrixWorld,
   type Target,
+  type UserName,
   TENANTS,
   visibleScopes,
 } from "../helpers/matrix.js";
@@ -84,7 +91,163 @@ interface Plan {
   check?(w: MatrixWorld, c: Caller, body: unknown, target: Target): string[];
   /** After the call: forget or tidy what it made. */
   after?(w: MatrixWorld, c: Caller, target: Target, status: number, body: string, req: Req): Promise<void>;
+  /** The route's own rule on top of the policy's answer (which it is given). */
+  expect?(general: Expect, c: Caller, target: Target, w: MatrixWorld): Expect;
 }
+
+/**
+ * Notification channels and routing rules of the matrix's accounts, written to the store (the
+ * plans call the API on them): each registered as its account's, so no other account's answer may
+ * name it. Every account has one of each from the start, so the lists are never vacuously clean.
+ */
+interface Channels {
+  /** A fresh e-mail channel of the account. */
+  channel(s: Scope): Promise<string>;
+  /** A fresh rule of the account, naming a fresh channel of it. */
+  rule(s: Scope): Promise<string>;
+  remove(ids: { channels?: string[]; rules?: string[] }): Promise<void>;
+}
+
+const USER_OF: Record<Exclude<Scope, "orgA" | "orgB">, UserName> = {
+  carol: "carol",
+  aliceP: "alice",
+  bobP: "bob",
+  daveP: "dave",
+};
+
+async function seedChannels(ta: TestApp, w: MatrixWorld): Promise<Channels> {
+  const db = ta.ctx.stores.db;
+  const account = (s: Scope) =>
+    s === "orgA" || s === "orgB"
+      ? { scope: "organization" as const, id: w.base.orgs[s].id }
+      : { scope: "user" as const, id: w.base.users[USER_OF[s]].id };
+  let n = 0;
+  const channel = async (s: Scope) => {
+    const id = randomUUID();
+    const name = `${marker(s)}channel${++n}`;
+    await insertChannel(db, {
+      id,
+      account: account(s),
+      type: "email",
+      name,
+      settings: { addresses: [`${name}@matrix.example`] },
+      secretsEnc: null,
+      hint: `${name}@matrix.example`,
+      signingSecretEnc: null,
+      at: ta.ctx.now(),
+    });
+    w.token(id, [s]);
+    return id;
+  };
+  const rule = async (s: Scope) => {
+    const id = randomUUID();
+    const fields = {
+      channel_ids: [await channel(s)],
+      kinds: null,
+      connection_ids: null,
+      send_recoveries: true,
+      escalate_after_minutes: null,
+      repeat_every_minutes: null,
+      escalation_channel_ids: [],
+    };
+    await insertRule(db, { id, account: account(s), at: ta.ctx.now(), ...fields });
+    w.token(id, [s]);
+    return id;
+  };
+  for (const s of ["carol", "orgA", "orgB", "aliceP", "bobP", "daveP"] as const) await rule(s);
+  return {
+    channel,
+    rule,
+    remove: async ({ channels = [], rules = [] }) => {
+      for (const id of rules) await deleteRuleRow(db, id);
+      for (const id of channels) await deleteChannelRow(db, id);
+    },
+  };
+}
+
+/** A 2xx list of channels or rules holds the key's account's only, and at least one. */
+const accountRows =
+  (field: "channels" | "routing_rules") =>
+  (w: MatrixWorld, c: Caller, body: unknown): string[] => {
+    const rows = (body as Record<string, { id: string }[] | undefined>)[field] ?? [];
+    const problems = rows
+      .filter((r) => {
+        const owners = w.tokens.get(r.id);
+        return !Array.isArray(owners) || owners[0] !== accountOf(c);
+      })
+      .map((r) => `${field} ${r.id} is not of the key's account`);
+    if (rows.length === 0) problems.push(`no ${field} of the key's account (${accountOf(c)})`);
+    return problems;
+  };
+
+/** Account targets: each tenant's resource, and one of the caller's own account. */
+const accountTargets = (): Target[] => [
+  ...TENANTS.map((account): Target => ({ type: "webhook", account })),
+  { type: "webhook", account: "own" },
+];
+const targetAccount = (c: Caller, target: Target): Scope => {
+  if (target.type !== "webhook") throw new Error("an account target was expected");
+  return target.account === "own" ? accountOf(c) : target.account;
+};
+const lastId = (req: Req) =>
+  req.url
+    .replace(/\/test$/, "")
+    .split("/")
+    .pop() ?? "";
+
+/** Maintenance windows of the matrix's scopes, written to the store, each registered as its scope's. */
+interface Windows {
+  /** A fresh window of the scope: over its personal connection, or its whole organization. */
+  window(s: Scope): Promise<string>;
+  remove(id: string): Promise<void>;
+}
+
+const isOrgScope = (s: Scope): s is "orgA" | "orgB" => s === "orgA" || s === "orgB";
+const managesScope = (c: Caller, s: Scope) => ["admin", "owner"].includes(roleIn(c.user, s) ?? "");
+
+async function seedWindows(ta: TestApp, w: MatrixWorld): Promise<Windows> {
+  const db = ta.ctx.stores.db;
+  const personal: Partial<Record<Scope, string>> = {
+    carol: w.conns.carol.workflow_a,
+    aliceP: w.base.conns.PA,
+    bobP: w.base.conns.PB,
+  };
+  const window = async (s: Scope) => {
+    const id = randomUUID();
+    const org = isOrgScope(s);
+    const own = personal[s];
+    await insertMaintenanceWindow(db, {
+      id,
+      account: org
+        ? { scope: "organization", id: w.base.orgs[s].id }
+        : { scope: "user", id: w.base.users[USER_OF[s as keyof typeof USER_OF]].id },
+      coversOrganization: org,
+      startsAt: new Date(Date.now() - 60_000),
+      endsAt: new Date(Date.now() + 3_600_000),
+      recurrence: null,
+      createdBy: null,
+      createdAt: ta.ctx.now(),
+      connectionIds: !org && own ? [own] : [],
+    });
+    w.token(id, [s]);
+    return id;
+  };
+  for (const s of ["carol", "orgA", "orgB", "aliceP", "bobP", "daveP"] as const) await window(s);
+  return { window, remove: async (id) => void (await deleteWindow(db, id)) };
+}
+
+/** A 2xx list of maintenance windows holds windows of scopes the key sees only, and at least one. */
+const windowRows = (w: MatrixWorld, c: Caller, body: unknown): string[] => {
+  const rows = (body as { maintenance_windows?: { id: string }[] }).maintenance_windows ?? [];
+  const problems = rows
+    .filter((r) => {
+      const owners = w.tokens.get(r.id);
+      return !Array.isArray(owners) || !owners.every((s) => visibleScopes(c).includes(s));
+    })
+    .map((r) => `maintenance window ${r.id} is of a scope the key does not see`);
+  if (rows.length === 0) problems.push("no maintenance window listed");
+  return problems;
+};
 
 const connectionId = (target: Target) => {
   if (target.type !== "connection") throw new Error("a connection target was expected");
@@ -129,7 +292,7 @@ const alertsCheck = (w: MatrixWorld, c: Caller, body: unknown) =>
   alertAccountProblems(w, visibleScopes(c), body);
 
 /** The plans of one route: its list call, its per-connection calls, its variants. */
-function plansFor(route: Route): Plan[] {
+function plansFor(route: Route, channels: Channels, windows: Windows): Plan[] {
   const name = routeKey(route);
   const sample = routeSamples[name];
   if (!sample) return [];
@@ -252,6 +415,179 @@ function plansFor(route: Route): Plan[] {
             return { url: `/v1/webhooks/${id}` };
           },
           after: async (w, _c, _t, _s, _b, req) => w.removeWebhook(req.url.split("/").pop() ?? ""),
+        },
+      ];
+    // notification channels and routing rules (docs/channels.md): an account's own, as webhooks
+    case "GET /v1/channels":
+      return [list({ check: accountRows("channels") })];
+    case "GET /v1/routing-rules":
+      return [list({ check: accountRows("routing_rules") })];
+    case "GET /v1/notification-settings":
+    case "PUT /v1/notification-settings":
+      return [
+        list({
+          extra: name.startsWith("PUT") ? "account-admin" : undefined,
+          request: async () => ({
+            url: "/v1/notification-settings",
+            body: name.startsWith("PUT") ? { email_owners: true } : undefined,
+          }),
+        }),
+      ];
+    case "POST /v1/channels": {
+      let n = 0;
+      return [
+        list({
+          extra: "account-admin",
+          request: async (w, c) => {
+            const secret = `slack-${randomUUID()}`;
+            w.token(secret, "secret");
+            return {
+              url: "/v1/channels",
+              body: {
+                type: "slack",
+                name: `${marker(accountOf(c))}new${++n}`,
+                settings: { webhook_url: `https://hooks.slack.com/services/T0/B0/${secret}` },
+              },
+            };
+          },
+          after: async (w, c, _t, status, body) => {
+            if (status !== 201) return;
+            const made = JSON.parse(body) as { id: string };
+            w.token(made.id, [accountOf(c)]);
+            await channels.remove({ channels: [made.id] });
+          },
+        }),
+      ];
+    }
+    case "POST /v1/routing-rules": {
+      const made = new Map<Caller, string>();
+      const own = async (c: Caller) => {
+        const id = await channels.channel(accountOf(c));
+        made.set(c, id);
+        return id;
+      };
+      const tidy = async (_w: MatrixWorld, c: Caller, _t: Target, status: number, body: string) => {
+        const rules = status === 201 ? [(JSON.parse(body) as { id: string }).id] : [];
+        await channels.remove({ rules, channels: [made.get(c) ?? ""] });
+      };
+      return [
+        list({
+          extra: "account-admin",
+          request: async (_w, c) => ({ url: "/v1/routing-rules", body: { channel_ids: [await own(c)] } }),
+          after: tidy,
+        }),
+        // connection_ids: a connection the key does not see is 403; a visible one of another account a 400
+        perConnection({
+          label: `${name} connection_ids`,
+          request: async (_w, c, target) => ({
+            url: "/v1/routing-rules",
+            body: { channel_ids: [await own(c)], connection_ids: [connectionId(target)] },
+          }),
+          expect: (general, c, target, w) =>
+            general.status === route.status && w.scopeOf(connectionId(target)) !== accountOf(c)
+              ? { status: 400, rule: "a visible connection of another account" }
+              : general,
+          after: tidy,
+        }),
+      ];
+    }
+    case "GET /v1/channels/:id":
+    case "PUT /v1/channels/:id":
+    case "DELETE /v1/channels/:id":
+    case "POST /v1/channels/:id/test":
+      return [
+        {
+          label: name,
+          route,
+          targets: accountTargets,
+          request: async (_w, c, target) => {
+            const id = await channels.channel(targetAccount(c, target));
+            const url = `/v1/channels/${id}${name.endsWith("/test") ? "/test" : ""}`;
+            return { url, body: route.method === "PUT" ? { name: "renamed by the matrix" } : undefined };
+          },
+          // the account's channel is an e-mail one: its test needs SMTP_URL, which the matrix has not
+          expect: (general) =>
+            name.endsWith("/test") && general.status === route.status
+              ? { status: 409, rule: "an e-mail channel's test needs SMTP_URL" }
+              : general,
+          after: async (_w, _c, _t, _s, _b, req) => channels.remove({ channels: [lastId(req)] }),
+        },
+      ];
+    case "GET /v1/routing-rules/:id":
+    case "PUT /v1/routing-rules/:id":
+    case "DELETE /v1/routing-rules/:id": {
+      const made = new Map<Caller, string>();
+      return [
+        {
+          label: name,
+          route,
+          targets: accountTargets,
+          request: async (_w, c, target) => {
+            const url = `/v1/routing-rules/${await channels.rule(targetAccount(c, target))}`;
+            if (route.method !== "PUT") return { url };
+            const own = await channels.channel(accountOf(c));
+            made.set(c, own);
+            return { url, body: { channel_ids: [own], kinds: ["failure"] } };
+          },
+          after: async (_w, c, _t, _s, _b, req) =>
+            channels.remove({ rules: [lastId(req)], channels: made.has(c) ? [made.get(c) ?? ""] : [] }),
+        },
+      ];
+    }
+    // maintenance windows (docs/maintenance.md): a window belongs to an account; every member of an
+    // organization sees its windows, its admins and owners change them
+    case "GET /v1/maintenance-windows":
+      return [list({ check: windowRows })];
+    case "POST /v1/maintenance-windows":
+      return [
+        perConnection({
+          request: async (_w, _c, target) => ({
+            url: "/v1/maintenance-windows",
+            body: {
+              connection_ids: [connectionId(target)],
+              starts_at: new Date(Date.now() - 60_000).toISOString(),
+              ends_at: new Date(Date.now() + 3_600_000).toISOString(),
+            },
+          }),
+          expect: (general, c, target, w) => {
+            const scope = w.scopeOf(connectionId(target));
+            return general.status === route.status && isOrgScope(scope) && !managesScope(c, scope)
+              ? { status: 403, rule: "an org's maintenance windows need admin/owner" }
+              : general;
+          },
+          after: async (w, _c, target, status, body) => {
+            if (status !== 201) return;
+            const id = (JSON.parse(body) as { id: string }).id;
+            w.token(id, [w.scopeOf(connectionId(target))]);
+            await windows.remove(id);
+          },
+        }),
+      ];
+    case "GET /v1/maintenance-windows/:id":
+    case "DELETE /v1/maintenance-windows/:id":
+      return [
+        {
+          label: name,
+          route,
+          targets: accountTargets,
+          request: async (_w, c, target) => ({
+            url: `/v1/maintenance-windows/${await windows.window(targetAccount(c, target))}`,
+          }),
+          expect: (general, c, target) => {
+            if (
+              c.kind === "revoked" ||
+              c.kind === "ingestion" ||
+              !c.permissions.has(route.auth as Permission)
+            )
+              return general;
+            const scope = targetAccount(c, target);
+            if (!visibleScopes(c).includes(scope))
+              return { status: 404, rule: "a window the key does not see is not found" };
+            if (route.method === "DELETE" && isOrgScope(scope) && !managesScope(c, scope))
+              return { status: 403, rule: "deleting an org's window needs admin/owner" };
+            return { status: route.status, rule: "a window of a scope the key sees" };
+          },
+          after: async (_w, _c, _t, _s, _b, req) => windows.remove(lastId(req)),
         },
       ];
     case "POST /v1/gateway/ingest":
@@ -403,14 +739,20 @@ t.test("tenant matrix: every REST route, every caller, every tenant", async (t) 
   const authenticated = routes.filter((r) => r.auth !== "public");
   // reads first, then writes, deletes last: a write's throwaways never reach a read's answer
   const order = (r: Route) => (r.method === "GET" ? 0 : r.method === "DELETE" ? 2 : 1);
-  const plans = [...authenticated].sort((a, b) => order(a) - order(b)).flatMap(plansFor);
+  const channels = await seedChannels(ta, w);
+  const windows = await seedWindows(ta, w);
+  const plans = [...authenticated]
+    .sort((a, b) => order(a) - order(b))
+    .flatMap((r) => plansFor(r, channels, windows));
   for (const r of authenticated) {
     const own = plans.filter((p) => p.route === r);
     t.ok(own.length > 0, `${routeKey(r)} has a matrix plan (and a sample in route-samples.ts)`);
     if (
       namesConnection(r) &&
       !routeKey(r).startsWith("DELETE /v1/webhooks") &&
-      !routeKey(r).startsWith("POST /v1/connections")
+      !routeKey(r).startsWith("POST /v1/connections") &&
+      // their path id is an account's channel, rule or maintenance window, not a connection
+      !/^\w+ \/v1\/(channels|routing-rules|maintenance-windows)\//.test(routeKey(r))
     )
       t.ok(
         own.some((p) => p.targets(w, w.callers[0] as Caller).some((x) => x.type === "connection")),
@@ -445,7 +787,8 @@ t.test("tenant matrix: every REST route, every caller, every tenant", async (t) 
         leaks: [],
       };
       for (const target of targets) {
-        const exp: Expect = expectRest(plan.route, c, target, w, plan.extra);
+        const general: Expect = expectRest(plan.route, c, target, w, plan.extra);
+        const exp = plan.expect ? plan.expect(general, c, target, w) : general;
         const req = await plan.request(w, c, target);
         const res = await call(ta.app, c.key, plan.route.method, req.url, req.body);
         calls++;

@@ -20,6 +20,11 @@ export interface SampleRequest {
   key: string | null;
   /** A JSON path (dot-separated) to an array that must not be empty, so row schemas are exercised. */
   rows?: string;
+  /**
+   * The documented status this valid request answers instead of the route's normal one (a test
+   * send to a provider tests cannot reach answers 503).
+   */
+  status?: number;
 }
 
 export interface RouteSample {
@@ -47,6 +52,31 @@ export type RouteWorld = Tenants & {
   incidents: Record<string, string>;
   /** Webhooks: alice's personal one (the DELETE sample removes it) and carol's. */
   webhooks: { alice: string; carol: string };
+  /** Notification channels and routing rules (seedRouteWorld; absent in the tenant matrix's world). */
+  channels?: SeededChannels;
+  /**
+   * Maintenance windows (seedRouteWorld): alice's on PA (read), alice's spare (the DELETE sample
+   * removes it), carol's on PC (another account's: 404).
+   */
+  maintenance?: { alice: string; aliceSpare: string; carol: string };
+};
+
+/**
+ * Alice's personal ntfy channel (its topic's host, `ntfy.invalid`, never resolves: a test send
+ * answers 503), named by alice's rule; alice's Slack channel, named by no rule (the DELETE
+ * sample removes it); carol's channel and rule (another account's: 404).
+ */
+export interface SeededChannels {
+  alice: string;
+  aliceSpare: string;
+  carol: string;
+  aliceRule: string;
+  carolRule: string;
+}
+
+const seededChannels = (w: RouteWorld): SeededChannels => {
+  if (!w.channels) throw new Error("this world has no seeded channels (seedRouteWorld makes them)");
+  return w.channels;
 };
 
 const minutesAgo = (now: Date, m: number) => new Date(now.getTime() - m * 60_000);
@@ -165,11 +195,57 @@ export async function seedRouteWorld(ta: TestApp): Promise<RouteWorld> {
     alice: await webhook(w.keys.alicePersonal, "https://hooks.example.com/services/alice-1"),
     carol: await webhook(w.keys.carolPersonal, "https://hooks.example.com/services/carol-1"),
   };
+  const post = async (key: string, url: string, body: unknown) => {
+    const res = await call(app, key, "POST", url, body);
+    if (res.statusCode !== 201) throw new Error(`seeding ${url} failed: ${res.statusCode} ${res.body}`);
+    return (res.json() as { id: string }).id;
+  };
+  const window = (key: string, connection: string) =>
+    post(key, "/v1/maintenance-windows", {
+      connection_ids: [connection],
+      starts_at: minutesAgo(now, 30).toISOString(),
+      ends_at: new Date(now.getTime() + 3_600_000).toISOString(),
+    });
+  const maintenance = {
+    alice: await window(w.keys.alicePersonal, PA),
+    aliceSpare: await window(w.keys.alicePersonal, PA),
+    carol: await window(w.keys.carolPersonal, w.conns.PC),
+  };
+  const aliceSlack = "https://hooks.slack.com/services/T0ALICE/B0ALICE/aliceSlackSecret7f3a";
+  const carolSlack = "https://hooks.slack.com/services/T0CAROL/B0CAROL/carolSlackSecret91bc";
+  w.secrets.push(aliceSlack, carolSlack);
+  const aliceNtfy = await post(w.keys.alicePersonal, "/v1/channels", {
+    type: "ntfy",
+    name: "alice ntfy",
+    settings: { topic_url: "https://ntfy.invalid/vigil-test", priority: 4 },
+  });
+  const carolChannel = await post(w.keys.carolPersonal, "/v1/channels", {
+    type: "slack",
+    name: "carol slack",
+    settings: { webhook_url: carolSlack },
+  });
+  const channels: SeededChannels = {
+    alice: aliceNtfy,
+    aliceSpare: await post(w.keys.alicePersonal, "/v1/channels", {
+      type: "slack",
+      name: "alice slack",
+      settings: { webhook_url: aliceSlack },
+    }),
+    carol: carolChannel,
+    aliceRule: await post(w.keys.alicePersonal, "/v1/routing-rules", {
+      channel_ids: [aliceNtfy],
+      kinds: ["failure", "anomaly"],
+      connection_ids: [PA],
+    }),
+    carolRule: await post(w.keys.carolPersonal, "/v1/routing-rules", { channel_ids: [carolChannel] }),
+  };
   return {
     ...w,
     throwaway: (made.json() as { connection: { id: string } }).connection.id,
     incidents: { [PA]: incident, [w.conns.PC]: foreignIncident },
     webhooks,
+    channels,
+    maintenance,
   };
 }
 
@@ -192,6 +268,204 @@ const readSample = (path: string, params: Record<string, string> = {}, paged = t
   ],
   naming: (w, id) => ({ url: q(path, { ...params, connection_id: id }), key: w.keys.alicePersonal }),
 });
+
+/** Another account's channel or rule and an absent id: both 404. */
+const hiddenOf =
+  (path: (id: string) => string, foreign: (c: SeededChannels) => string, body?: unknown) =>
+  (w: RouteWorld): SampleRequest[] => [
+    { url: path(foreign(seededChannels(w))), key: w.keys.alicePersonal, body },
+    { url: path("00000000-0000-4000-8000-000000000000"), key: w.keys.alicePersonal, body },
+  ];
+const channelPath = (id: string) => `/v1/channels/${id}`;
+const rulePath = (id: string) => `/v1/routing-rules/${id}`;
+const ruleUpdate = (w: RouteWorld) => ({
+  channel_ids: [seededChannels(w).alice],
+  kinds: ["failure"],
+  send_recoveries: false,
+});
+
+/**
+ * Notification channels, routing rules and settings (docs/channels.md): the key's account's own,
+ * as webhooks; another account's channel or rule is not found.
+ */
+const channelSamples: Record<string, RouteSample> = {
+  "POST /v1/channels": {
+    ok: (w) => [
+      {
+        url: "/v1/channels",
+        key: w.keys.alicePersonal,
+        body: {
+          type: "ntfy",
+          name: "alice phone",
+          settings: {
+            topic_url: "https://ntfy.invalid/alice-phone",
+            token: "tk_alicephone0123456789",
+            priority: 5,
+          },
+        },
+      },
+      {
+        url: "/v1/channels",
+        key: w.keys.aliceOrgA,
+        body: {
+          type: "webhook",
+          name: "org A receiver",
+          settings: { url: "https://hooks.example.com/org-a/channel" },
+        },
+      },
+      {
+        url: "/v1/channels",
+        key: w.keys.bobOrgB,
+        body: { type: "email", name: "org B on-call", settings: { addresses: ["oncall@b.example"] } },
+      },
+    ],
+  },
+  "GET /v1/channels": {
+    ok: (w) => [
+      { url: "/v1/channels", key: w.keys.alicePersonal, rows: "channels" },
+      { url: "/v1/channels", key: w.keys.carolPersonal, rows: "channels" },
+    ],
+  },
+  "GET /v1/channels/:id": {
+    ok: (w) => [{ url: channelPath(seededChannels(w).alice), key: w.keys.alicePersonal }],
+    hidden: hiddenOf(channelPath, (c) => c.carol),
+  },
+  "PUT /v1/channels/:id": {
+    ok: (w) => [
+      {
+        url: channelPath(seededChannels(w).alice),
+        key: w.keys.alicePersonal,
+        body: { name: "alice ntfy (renamed)", settings: { priority: 5 } },
+      },
+    ],
+    hidden: hiddenOf(channelPath, (c) => c.carol, { name: "renamed" }),
+  },
+  "DELETE /v1/channels/:id": {
+    ok: (w) => [{ url: channelPath(seededChannels(w).aliceSpare), key: w.keys.alicePersonal }],
+    hidden: hiddenOf(channelPath, (c) => c.carol),
+  },
+  "POST /v1/channels/:id/test": {
+    // ntfy.invalid never resolves: the provider cannot be reached, a documented 503
+    ok: (w) => [
+      { url: `${channelPath(seededChannels(w).alice)}/test`, key: w.keys.alicePersonal, status: 503 },
+    ],
+    hidden: hiddenOf(
+      (id) => `${channelPath(id)}/test`,
+      (c) => c.carol,
+    ),
+  },
+  "POST /v1/routing-rules": {
+    ok: (w) => [
+      {
+        url: "/v1/routing-rules",
+        key: w.keys.alicePersonal,
+        body: { channel_ids: [seededChannels(w).alice] },
+      },
+      {
+        url: "/v1/routing-rules",
+        key: w.keys.alicePersonal,
+        body: {
+          channel_ids: [seededChannels(w).alice],
+          kinds: ["failure", "missed_heartbeat"],
+          connection_ids: [w.conns.PA],
+          send_recoveries: false,
+          escalate_after_minutes: 15,
+          repeat_every_minutes: 30,
+          escalation_channel_ids: [seededChannels(w).alice],
+        },
+      },
+    ],
+  },
+  "GET /v1/routing-rules": {
+    ok: (w) => [
+      { url: "/v1/routing-rules", key: w.keys.alicePersonal, rows: "routing_rules" },
+      { url: "/v1/routing-rules", key: w.keys.carolPersonal, rows: "routing_rules" },
+    ],
+  },
+  "GET /v1/routing-rules/:id": {
+    ok: (w) => [{ url: rulePath(seededChannels(w).aliceRule), key: w.keys.alicePersonal }],
+    hidden: hiddenOf(rulePath, (c) => c.carolRule),
+  },
+  "PUT /v1/routing-rules/:id": {
+    ok: (w) => [
+      { url: rulePath(seededChannels(w).aliceRule), key: w.keys.alicePersonal, body: ruleUpdate(w) },
+    ],
+    hidden: (w) => hiddenOf(rulePath, (c) => c.carolRule, ruleUpdate(w))(w),
+  },
+  "DELETE /v1/routing-rules/:id": {
+    ok: (w) => [{ url: rulePath(seededChannels(w).aliceRule), key: w.keys.alicePersonal }],
+    hidden: hiddenOf(rulePath, (c) => c.carolRule),
+  },
+  "GET /v1/notification-settings": {
+    ok: (w) => [
+      { url: "/v1/notification-settings", key: w.keys.alicePersonal },
+      { url: "/v1/notification-settings", key: w.keys.bobOrgB },
+    ],
+  },
+  "PUT /v1/notification-settings": {
+    ok: (w) => [
+      { url: "/v1/notification-settings", key: w.keys.alicePersonal, body: { email_owners: true } },
+      { url: "/v1/notification-settings", key: w.keys.bobOrgB, body: { email_owners: false } },
+    ],
+  },
+};
+
+/** The world's maintenance windows; seedRouteWorld makes them. */
+const seededWindows = (w: RouteWorld) => {
+  if (!w.maintenance)
+    throw new Error("this world has no seeded maintenance windows (seedRouteWorld makes them)");
+  return w.maintenance;
+};
+
+/**
+ * Maintenance windows (docs/maintenance.md): those of the key's accounts; another account's is
+ * not found.
+ */
+const maintenanceSamples: Record<string, RouteSample> = {
+  "POST /v1/maintenance-windows": {
+    ok: (w) => [
+      {
+        url: "/v1/maintenance-windows",
+        key: w.keys.alicePersonal,
+        body: {
+          connection_ids: [w.conns.PA],
+          starts_at: new Date(Date.now() - 60_000).toISOString(),
+          ends_at: new Date(Date.now() + 3_600_000).toISOString(),
+        },
+      },
+      {
+        url: "/v1/maintenance-windows",
+        key: w.keys.aliceOrgA,
+        body: {
+          organization_id: w.orgs.orgA.id,
+          rrule: "FREQ=WEEKLY;BYDAY=SU;BYHOUR=2;BYMINUTE=0",
+          duration_minutes: 120,
+          timezone: "America/New_York",
+        },
+      },
+    ],
+  },
+  "GET /v1/maintenance-windows": {
+    ok: (w) => [
+      { url: "/v1/maintenance-windows", key: w.keys.alicePersonal, rows: "maintenance_windows" },
+      { url: "/v1/maintenance-windows", key: w.keys.carolPersonal, rows: "maintenance_windows" },
+    ],
+  },
+  "GET /v1/maintenance-windows/:id": {
+    ok: (w) => [{ url: `/v1/maintenance-windows/${seededWindows(w).alice}`, key: w.keys.alicePersonal }],
+    hidden: (w) => [
+      { url: `/v1/maintenance-windows/${seededWindows(w).carol}`, key: w.keys.alicePersonal },
+      { url: "/v1/maintenance-windows/00000000-0000-4000-8000-000000000000", key: w.keys.alicePersonal },
+    ],
+  },
+  "DELETE /v1/maintenance-windows/:id": {
+    ok: (w) => [{ url: `/v1/maintenance-windows/${seededWindows(w).aliceSpare}`, key: w.keys.alicePersonal }],
+    hidden: (w) => [
+      { url: `/v1/maintenance-windows/${seededWindows(w).carol}`, key: w.keys.alicePersonal },
+      { url: "/v1/maintenance-windows/00000000-0000-4000-8000-000000000000", key: w.keys.alicePersonal },
+    ],
+  },
+};
 
 export const routeSamples: Record<string, RouteSample> = {
   "GET /healthz": { ok: () => [{ url: "/healthz", key: null }] },
@@ -411,6 +685,8 @@ export const routeSamples: Record<string, RouteSample> = {
       { url: "/v1/webhooks/00000000-0000-4000-8000-000000000000", key: w.keys.alicePersonal },
     ],
   },
+  ...channelSamples,
+  ...maintenanceSamples,
 };
 
 /** The value at a dot-separated path of a JSON body. */

@@ -106,6 +106,21 @@ const MAIL_WORDS: Record<string, string> = {
   audit: "audit",
   budget_warning: "budget warning",
   anomaly: "anomaly",
+  acknowledged: "acknowledgement",
+  escalation: "escalation",
+};
+
+/** How the timeline names a delivery's channel type. */
+const CHANNEL_WORDS: Record<string, string> = {
+  email: "e-mail",
+  webhook: "webhook",
+  slack: "Slack message",
+  teams: "Teams card",
+  discord: "Discord message",
+  pagerduty: "PagerDuty event",
+  opsgenie: "Opsgenie alert",
+  telegram: "Telegram message",
+  ntfy: "ntfy message",
 };
 
 const AUDIT_WORDS: Record<string, string> = {
@@ -168,7 +183,7 @@ interface TimelineEntry {
 function timelineEntry(e: Incident["events"][number], people: People): TimelineEntry {
   const d = (e.detail && typeof e.detail === "object" ? e.detail : {}) as Record<string, unknown>;
   const mail = MAIL_WORDS[str(d.kind) ?? ""] ?? str(d.kind) ?? "";
-  const channel = d.channel === "webhook" ? "webhook" : "e-mail";
+  const channel = CHANNEL_WORDS[str(d.channel) ?? "email"] ?? "e-mail";
   const times: TimelineEntry["times"] = [];
   let title: string = e.kind;
   let text: string;
@@ -193,9 +208,11 @@ function timelineEntry(e: Incident["events"][number], people: People): TimelineE
       title = "Notified";
       const n = Number(d.recipients ?? 0);
       const w = Number(d.webhooks ?? 0);
+      const c = Array.isArray(d.channel_ids) ? d.channel_ids.length : 0;
       const to = [
         n ? `${n} e-mail ${n === 1 ? "recipient" : "recipients"}` : null,
         w ? `${w} ${w === 1 ? "webhook" : "webhooks"}` : null,
+        c ? `${c} ${c === 1 ? "channel" : "channels"}` : null,
       ].filter(Boolean);
       text = `A ${mail} alert was decided for ${to.length ? to.join(" and ") : "nobody (no recipient)"}`;
       if (str(d.deferred_until)) {
@@ -227,6 +244,12 @@ function timelineEntry(e: Incident["events"][number], people: People): TimelineE
       title = "Resolved";
       text = `${d.automatic === false ? "Resolved by a person" : "Resolved automatically"}${str(d.reason) ? `: ${str(d.reason)}` : ""}.`;
       break;
+    case "escalated": {
+      title = d.reminder === true ? "Reminder" : "Escalated";
+      const c = Array.isArray(d.channel_ids) ? d.channel_ids.length : 0;
+      text = `Unacknowledged for ${str(d.unacknowledged_minutes) ?? "?"} min: sent to ${c} escalation ${c === 1 ? "channel" : "channels"} (step ${str(d.step) ?? "?"}).`;
+      break;
+    }
     case "suppressed":
       title = "Withheld";
       text = `The ${mail} alert was withheld${str(d.reason) ? `: ${str(d.reason)}` : ""}.`;

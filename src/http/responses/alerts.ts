@@ -1,16 +1,19 @@
 import { z } from "zod";
 import { NOTIFICATION_KINDS } from "../../notifications/alerts.js";
+import { CHANNEL_TYPES } from "../../channels/providers/types.js";
 import { cursorPage, oneOf, timestamp } from "./common.js";
 
 /** One notification of the alert history: one alert to one recipient (an e-mail address or a webhook). */
 export const alert = z.object({
   id: z.string(),
   kind: oneOf(NOTIFICATION_KINDS),
-  channel: oneOf(["email", "webhook"]),
+  channel: oneOf(CHANNEL_TYPES).describe(
+    "how it goes out: e-mail, a signed webhook, or the type of a channel of /v1/channels",
+  ),
   recipient: z
     .string()
     .describe(
-      "the e-mail address it goes to; for a webhook its URL's origin (e.g. https://hooks.slack.com), as the whole URL may hold a token",
+      "the e-mail address it goes to; for a webhook its URL's origin (e.g. https://hooks.slack.com), as the whole URL may hold a token; for another channel its hint (GET /v1/channels)",
     ),
   subject: z.string(),
   body: z.string(),
@@ -50,6 +53,12 @@ export const alert = z.object({
     .nullable()
     .describe(
       "channel webhook: the webhook it goes to (GET /v1/webhooks); null for an e-mail and once the webhook was deleted",
+    ),
+  channel_id: z
+    .string()
+    .nullable()
+    .describe(
+      "the channel of /v1/channels it goes to; null for the account owners' e-mail, a webhook of /v1/webhooks, and once the channel was deleted",
     ),
 });
 

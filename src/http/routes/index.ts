@@ -1,10 +1,12 @@
 import type { Route } from "../route.js";
 import { alertRoutes } from "./alerts.js";
 import { budgetRoutes } from "./budgets.js";
+import { channelRoutes } from "./channels.js";
 import { connectionRoutes } from "./connections.js";
 import { healthRoutes } from "./health.js";
 import { incidentRoutes } from "./incidents.js";
 import { ingestRoutes } from "./ingest.js";
+import { maintenanceRoutes } from "./maintenance.js";
 import { readRoutes } from "./read.js";
 import { usageRoutes } from "./usage.js";
 import { webhookRoutes } from "./webhooks.js";
@@ -29,6 +31,8 @@ export const routes: readonly Route[] = [
   ...incidentRoutes,
   ...alertRoutes,
   ...webhookRoutes,
+  ...maintenanceRoutes,
+  ...channelRoutes,
 ];
 
 /** The document's tags, one per resource file, each with what a reader finds under it. */
@@ -41,4 +45,8 @@ export const tags: Record<string, string> = {
   Incidents: "Incidents and anomalies, their timelines, and acknowledgement.",
   Alerts: "The alert history: every notification sent, by kind and outcome.",
   Webhooks: "Signed JSON webhooks that receive every alert.",
+  Maintenance:
+    "Maintenance windows: checks go on, flagged and left out of uptime, but no incident opens and nothing is sent.",
+  Channels:
+    "Notification channels (Slack, Teams, Discord, PagerDuty, Opsgenie, Telegram, ntfy, e-mail, webhooks), routing rules and escalation.",
 };
