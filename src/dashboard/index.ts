@@ -8,9 +8,11 @@ import { FORM_BODY_LIMIT, registerBrowserBasics } from "../http/browser.js";
 import { packageRoot } from "../lib/paths.js";
 import { statusOfError } from "./forms.js";
 import { registerAccountPages } from "./pages/accounts.js";
+import { registerChannelPages } from "./pages/channels.js";
 import { registerConnectionPages } from "./pages/connections.js";
 import { registerIncidentPages } from "./pages/incidents.js";
 import { registerKeyPages } from "./pages/keys.js";
+import { registerMaintenancePages } from "./pages/maintenance.js";
 import { registerOrganizationPages } from "./pages/organizations.js";
 import { registerUsagePages } from "./pages/usage.js";
 import { page, type PageFrame } from "./render.js";
@@ -67,6 +69,8 @@ export async function registerDashboard(app: FastifyInstance, ctx: AppContext): 
     await registerConnectionPages(scope, ctx);
     await registerIncidentPages(scope, ctx);
     await registerUsagePages(scope, ctx);
+    await registerChannelPages(scope, ctx);
+    await registerMaintenancePages(scope, ctx);
   });
 }
 
