@@ -13,15 +13,12 @@ const SEVERITY: Record<string, ChannelAlert["severity"]> = {
   test: "info",
 };
 
-/** The dashboard's links of an alert (PUBLIC_URL): the incidents page of its connection, the connections page, home. */
+/** The dashboard's links of an alert (PUBLIC_URL): the incident's page, the connection's page, home. */
 export function linksOf(publicUrl: string, connectionId: string | null, incidentId: string | null) {
   const base = publicUrl.replace(/\/+$/, "");
   return {
-    incident:
-      incidentId && connectionId
-        ? `${base}/incidents?connection_id=${encodeURIComponent(connectionId)}`
-        : null,
-    connection: connectionId ? `${base}/connections` : null,
+    incident: incidentId ? `${base}/incidents/${encodeURIComponent(incidentId)}` : null,
+    connection: connectionId ? `${base}/connections/${encodeURIComponent(connectionId)}` : null,
     dashboard: `${base}/`,
   };
 }

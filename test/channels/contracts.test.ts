@@ -1,3 +1,4 @@
+import { linksOf } from "../../src/channels/alert.js";
 import t, { type Test } from "tap";
 import { request } from "undici";
 import { PROVIDERS, providerOf, type AnyProvider } from "../../src/channels/providers/index.js";
@@ -40,11 +41,7 @@ import {
 
 const INCIDENT = "5d1c7a52-3f0e-4c8b-9a61-0e2b9f4d7c10";
 const CONNECTION = "0f4e2a8c-6b1d-4e3f-8a9c-2d7b5e1f3a64";
-const LINKS = {
-  incident: `https://vigil.example.com/incidents?connection_id=${CONNECTION}`,
-  connection: "https://vigil.example.com/connections",
-  dashboard: "https://vigil.example.com/",
-};
+const LINKS = linksOf("https://vigil.example.com", CONNECTION, INCIDENT);
 
 let n = 0;
 function alert(over: Partial<ChannelAlert>): ChannelAlert {

@@ -204,6 +204,10 @@ for (const backend of ["pglite", "postgres"] as const) {
     };
     t.ok(Array.isArray(slack.blocks) && slack.blocks.length > 0, "Slack: Block Kit blocks");
     t.match(slack.text, /alice n8n/, "Slack: the connection is named");
+    t.ok(
+      JSON.stringify(slack.blocks).includes(`${ta.ctx.config.publicUrl}/incidents/${String(incident)}`),
+      "Slack: a button opens the incident's dashboard page",
+    );
 
     // acknowledged in Vigil: the paging providers acknowledge; chat channels are not told
     const before = rx.got.length;
