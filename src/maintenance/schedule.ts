@@ -298,7 +298,7 @@ const runScript = new vm.Script("run()");
  * makes it search to the year 9999, seconds for a DAILY one). The timeout of `vm` stops any
  * JavaScript running under it, rrule's included.
  */
-function bounded<T>(fn: () => T, ms = 250): T {
+function bounded<T>(fn: () => T, ms = 1_000): T {
   sandbox.run = fn;
   try {
     return runScript.runInContext(sandbox, { timeout: ms }) as T;
