@@ -1,18 +1,24 @@
 import type { AppContext } from "../core/context.js";
 import { appendEvent, enqueueToChannels, lockIncident } from "../incidents/repository.js";
+import { underMaintenance } from "../maintenance/repository.js";
 import { linksOf } from "./alert.js";
 import {
   advanceEscalation,
   claimDueEscalations,
+  postponeEscalation,
   selectAccountChannels,
   selectRuleById,
 } from "./repository.js";
+
+/** How soon a step held by a maintenance window is looked at again. */
+const MAINTENANCE_RECHECK_MS = 60_000;
 
 /**
  * Escalation and reminders (docs/channels.md): an incident a routing rule with
  * `escalate_after_minutes` matched, still open (not acknowledged, not resolved) that many minutes
  * after it opened, is sent to the rule's escalation channels (kind `escalation`), and again every
- * `repeat_every_minutes` while it stays open. Acknowledging or resolving it stops this: the job
+ * `repeat_every_minutes` while it stays open; a step due while its connection is under a
+ * maintenance window waits for the window's end. Acknowledging or resolving it stops this: the job
  * finds it no longer open and drops the escalation. Each step is an `escalated` event in the
  * incident's timeline, with the rows it queued. Due escalations are claimed with SKIP LOCKED in
  * the transaction that queues their notifications, so two nodes never send one step twice.
@@ -27,6 +33,15 @@ export async function runEscalations(ctx: AppContext, opts: { batch?: number } =
       const status = await lockIncident(tx, e.incident_id);
       if (status !== "open" || !rule || rule.escalate_after_minutes === null) {
         await advanceEscalation(tx, { incidentId: e.incident_id, ruleId: e.rule_id, nextAt: null });
+        continue;
+      }
+      // a connection under maintenance pages nobody: the step waits for the window's end
+      if (await underMaintenance(tx, e.connection_id, at)) {
+        await postponeEscalation(tx, {
+          incidentId: e.incident_id,
+          ruleId: e.rule_id,
+          nextAt: new Date(at.getTime() + MAINTENANCE_RECHECK_MS),
+        });
         continue;
       }
       const account =

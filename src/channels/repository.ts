@@ -398,6 +398,18 @@ export async function advanceEscalation(
     );
 }
 
+/** Moves an escalation's next step later without taking it (a maintenance window holds it). */
+export async function postponeEscalation(
+  tx: Queryable,
+  e: { incidentId: string; ruleId: string; nextAt: Date },
+): Promise<void> {
+  await tx.query("UPDATE incident_escalations SET next_at = $3 WHERE incident_id = $1 AND rule_id = $2", [
+    e.incidentId,
+    e.ruleId,
+    e.nextAt.toISOString(),
+  ]);
+}
+
 // --- the outbox: which channels already paged an incident ---
 
 /** The paging channels (PagerDuty, Opsgenie) that were sent (or will be) a trigger of the incident, not withheld. */

@@ -447,7 +447,10 @@ t.test("telegram: HTML with every < > & of the alert escaped, within 4096 visibl
   t.equal(got.path, `/bot${BOT_TOKEN}/sendMessage`);
   t.equal(got.seen.chat_id, -1001234567890, "a numeric chat id is sent as a number");
   t.match(got.seen.text, /^<b>🔴 Critical: alice n8n is down<\/b>\n\n3 probes/);
-  t.match(got.seen.text, new RegExp(`<a href="${LINKS.incident.replace(/[?]/g, "\\?")}">Open incident</a>`));
+  t.match(
+    got.seen.text,
+    new RegExp(`<a href="${String(LINKS.incident).replace(/[?]/g, "\\?")}">Open incident</a>`),
+  );
   t.match((await deliver(w, ALERTS.recovery)).got.seen.visible, /^✅ Resolved: alice n8n is back up/);
   t.match((await deliver(w, ALERTS.test)).got.seen.visible, /^🧪 Test: /);
   const hostile = (await deliver(w, ALERTS.hostile)).got;

@@ -512,3 +512,37 @@ t.test(
     t.equal(await deliverChannels(ta.ctx), 1, "and Slack is told");
   },
 );
+
+t.test("an escalation due under a maintenance window waits for its end", async (t) => {
+  const { ta, rx, key, w, make, open, events, advance, clock } = await world(t, "pglite");
+  const pagerduty = await make("pagerduty", { routing_key: ROUTING_KEY, api_url: `${rx.url}/pd` });
+  const slack = await make("slack", { webhook_url: `${rx.url}/slack/T5/B5/secret` });
+  const rule = await call(ta.app, key, "POST", "/v1/routing-rules", {
+    channel_ids: [slack],
+    escalate_after_minutes: 5,
+    escalation_channel_ids: [pagerduty],
+  });
+  t.equal(rule.statusCode, 201, { body: rule.body });
+  const incident = String(await open());
+  await deliverChannels(ta.ctx);
+  // planned work begins after the incident opened, before its escalation is due
+  advance(2 * 60_000);
+  const win = await call(ta.app, key, "POST", "/v1/maintenance-windows", {
+    connection_ids: [w.conns.PA],
+    starts_at: clock.now.toISOString(),
+    ends_at: new Date(clock.now.getTime() + 10 * 60_000).toISOString(),
+  });
+  t.equal(win.statusCode, 201, { body: win.body });
+  advance(4 * 60_000);
+  t.equal(await runEscalations(ta.ctx), 0, "due at 5 min, but the window holds it");
+  t.equal(await deliverChannels(ta.ctx), 0, "PagerDuty is not paged");
+  advance(7 * 60_000);
+  t.equal(await runEscalations(ta.ctx), 1, "after the window, the escalation goes");
+  t.equal(await deliverChannels(ta.ctx), 1);
+  t.match(rx.got.at(-1)?.json, { event_action: "trigger", routing_key: ROUTING_KEY });
+  t.equal(
+    (await events(incident)).filter((e) => e.kind === "escalated").length,
+    1,
+    "one step in the timeline",
+  );
+});
