@@ -68,6 +68,7 @@ export async function claimDue(
                  ARRAY(SELECT n.workflow_id FROM workflow_names n
                         WHERE n.connection_id = c.id AND n.updated_at > $5::timestamptz) END AS fresh_workflow_ids`,
     [c.workerId, c.max, c.leaseMs / 1000, c.dueBy.toISOString(), c.namesSince.toISOString()],
+    { prepare: "vigil_probe_claim" },
   );
   return r.rows;
 }
@@ -134,6 +135,7 @@ export async function recordChecks(
       sorted.map((c) => c.nextCheckAt.toISOString()),
       sorted.map((c) => (c.sync ? JSON.stringify(c.sync) : null)),
     ],
+    { prepare: "vigil_probe_record" },
   );
   const byId = new Map(r.rows.map((row) => [row.id, row]));
   return checks.map((c) => {

@@ -107,14 +107,18 @@ function base(t: WorkflowATarget) {
 }
 
 /**
- * Readiness (or health, where readiness is not offered), then `GET /api/v1/executions?limit=1`
- * with the key: an answer that stays a few hundred bytes whatever the workflows hold. 401/403 is
- * a bad key. An answer larger than expected still proves the platform up: it is recorded as
- * available with the reason, never as an outage.
+ * `GET /api/v1/executions?limit=1` with the key: an answer that stays a few hundred bytes
+ * whatever the workflows hold, and that only an instance whose API is mounted and whose database
+ * answers can give. An answer is the whole check (one request): its time is the check's response
+ * time. 401/403 is a bad key. Only when the API fails is readiness asked (or health, where
+ * readiness is not offered), so the failure says which it is: an instance restarting (readiness
+ * 503) or its API alone. A ready instance whose API answered more than expected is up: it is
+ * recorded as available with the reason, never as an outage.
  *
- * With `listPage` (a sync follows and its sweep starts at the newest run), the authenticated
- * request is the sweep's own first page, `?limit=250`, and its body comes back as `page` for the
- * sync (syncWorkflowA's `firstPage`): one request less to the platform per sync.
+ * With `listPage` (a sync follows and its sweep starts at the newest run), the sweep's own first
+ * page, `?limit=250`, is asked after the check's request and its body comes back as `page` for
+ * the sync (syncWorkflowA's `firstPage`); the check's verdict and time stay the small request's,
+ * so a check syncing and one not are measured alike.
  */
 export async function checkWorkflowA(
   agent: Agent,
@@ -122,13 +126,6 @@ export async function checkWorkflowA(
   timeoutMs: number,
   listPage = false,
 ): Promise<CheckResult & { page?: unknown }> {
-  let health = await probeHttp(agent, `${base(t)}/healthz/readiness`, {
-    timeoutMs,
-    maxBytes: HEALTH_MAX_BYTES,
-  });
-  if (!health.ok && health.status === 404)
-    health = await probeHttp(agent, `${base(t)}/healthz`, { timeoutMs, maxBytes: HEALTH_MAX_BYTES });
-  if (!health.ok) return failure(health);
   const ask = (limit: number) =>
     probeHttp(agent, `${base(t)}/api/v1/executions?limit=${limit}`, {
       timeoutMs,
@@ -137,31 +134,47 @@ export async function checkWorkflowA(
       // a list page is bounded as the sync bounds its pages
       maxBytes: limit === 1 ? CHECK_MAX_BYTES : DEFAULT_MAX_BYTES,
     });
-  let api = await ask(listPage ? MAX_PAGE : 1);
-  let page: unknown;
-  if (listPage) {
-    if (api.ok) page = api.body;
-    // The verdict stays the small request's: a list page that is slow, too large or refused
-    // (a big instance's execution list) says nothing of whether the platform is up.
-    else if (api.status !== 401 && api.status !== 403 && api.status !== 429) api = await ask(1);
-  }
-  if (api.ok || api.reason === "response_too_large")
+  const api = await ask(1);
+  if (api.ok) {
+    let page: unknown;
+    if (listPage) {
+      // a list page that is slow, too large or refused says nothing of whether the platform is up
+      const list = await ask(MAX_PAGE);
+      if (list.ok) page = list.body;
+    }
     return {
       available: true,
-      responseTimeMs: health.ms,
-      statusCode: health.status,
-      ...(api.ok ? {} : { reason: api.reason, error: `the API answered, but ${api.error}` }),
+      responseTimeMs: api.ms,
+      statusCode: api.status,
       ...(page === undefined ? {} : { page }),
     };
+  }
   if (api.status === 401 || api.status === 403)
     return {
       available: false,
-      responseTimeMs: health.ms,
+      responseTimeMs: api.ms,
       statusCode: api.status,
       reason: "bad_credentials",
       error: `the API rejected the api_key (HTTP ${api.status})`,
     };
-  if (api.status === 429) return { available: true, responseTimeMs: health.ms, statusCode: 429 };
+  if (api.status === 429) return { available: true, responseTimeMs: api.ms, statusCode: 429 };
+  // The API failed: readiness says whether the instance is starting or down as a whole.
+  let health = await probeHttp(agent, `${base(t)}/healthz/readiness`, {
+    timeoutMs,
+    maxBytes: HEALTH_MAX_BYTES,
+  });
+  if (!health.ok && health.status === 404)
+    health = await probeHttp(agent, `${base(t)}/healthz`, { timeoutMs, maxBytes: HEALTH_MAX_BYTES });
+  if (!health.ok) return failure(health);
+  // A ready instance whose API answered more than expected is up (a big answer is no outage).
+  if (api.reason === "response_too_large")
+    return {
+      available: true,
+      responseTimeMs: health.ms,
+      statusCode: health.status,
+      reason: api.reason,
+      error: `the API answered, but ${api.error}`,
+    };
   return failure(api);
 }
 

@@ -66,7 +66,7 @@ t.test("a loopback target: reached by default, refused with PROBE_DENY_PRIVATE=t
 
   t.match(await check(open, srv.url), { available: true, statusCode: 200 }, "allowed by default");
   const hits = srv.state.hits;
-  t.equal(hits, 2, "readiness and the API");
+  t.equal(hits, 1, "the API alone: readiness is asked only when the API fails");
 
   const refused = await check(closed, srv.url);
   t.match(refused, {
@@ -192,7 +192,7 @@ t.test("redirects are never followed, from an allowed target into a refused one"
       `^HTTP 302 redirect to ${inside.url}/healthz/readiness \\(redirects are not followed\\)$`,
     ),
   });
-  t.equal(outside.state.hits, 1);
+  t.equal(outside.state.hits, 2, "the API, then readiness: both redirected");
   t.equal(inside.state.hits, 0, "the refused target was never contacted");
 
   const open = agentFor(t, { denyPrivate: false });

@@ -128,5 +128,9 @@ t.test("a syncing check whose list page fails is judged by the small key request
   );
   t.match(out, { available: true, statusCode: 200 }, "up: the small request answered");
   t.equal(out.page, undefined, "no page for the sync");
-  t.same(asked, ["/healthz/readiness", "/api/v1/executions?limit=250", "/api/v1/executions?limit=1"]);
+  t.same(
+    asked,
+    ["/api/v1/executions?limit=1", "/api/v1/executions?limit=250"],
+    "the key check, then the page",
+  );
 });

@@ -1,6 +1,6 @@
 import pg from "pg";
 import { isConnectionFailure, StoreUnavailableError } from "../errors.js";
-import type { Queryable, QueryResult, RelationalStore, Row } from "./types.js";
+import type { Queryable, QueryOptions, QueryResult, RelationalStore, Row } from "./types.js";
 
 // int8 (count(*), sums of integers) comes back as a string by default; every int8 Vigil reads
 // is far below 2^53, so numbers are both safe and what callers expect.
@@ -43,9 +43,15 @@ export function createPgStore(opts: PgStoreOptions): RelationalStore {
   pool.on("error", (err) => opts.onError?.(err));
 
   const wrap = (c: pg.Pool | pg.PoolClient): Queryable => ({
-    async query<R extends Row = Row>(text: string, params?: unknown[]): Promise<QueryResult<R>> {
+    async query<R extends Row = Row>(
+      text: string,
+      params?: unknown[],
+      opts?: QueryOptions,
+    ): Promise<QueryResult<R>> {
       try {
-        const r = await c.query(text, params);
+        const r = opts?.prepare
+          ? await c.query({ name: opts.prepare, text, values: params })
+          : await c.query(text, params);
         return { rows: r.rows as R[], rowCount: r.rowCount ?? 0 };
       } catch (err) {
         throw classify(err);

@@ -7,8 +7,17 @@ export interface QueryResult<R extends Row = Row> {
 }
 
 /** Anything that runs a parameterised statement: the store itself or an open transaction. */
+/**
+ * `prepare`: a name for a statement run many times a second (the probe scheduler's claim and
+ * record, a series write): PostgreSQL parses and plans it once per connection instead of on every
+ * call. Only for a fixed text; one name, one text. PGlite runs in the process and ignores it.
+ */
+export interface QueryOptions {
+  prepare?: string;
+}
+
 export interface Queryable {
-  query<R extends Row = Row>(text: string, params?: unknown[]): Promise<QueryResult<R>>;
+  query<R extends Row = Row>(text: string, params?: unknown[], opts?: QueryOptions): Promise<QueryResult<R>>;
   /** Runs several `;`-separated statements without parameters (migrations, DDL). */
   exec(sql: string): Promise<void>;
 }

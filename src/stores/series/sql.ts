@@ -1,4 +1,4 @@
-import type { RelationalStore } from "../relational/types.js";
+import type { Queryable, RelationalStore } from "../relational/types.js";
 import { GroupCommit } from "./group-commit.js";
 import { groupCommitWrites, type WriteItem } from "./writes.js";
 import {
@@ -66,20 +66,26 @@ export function createSqlSeriesStore(db: RelationalStore): SeriesStore {
         list.push(it.row);
         byTable.set(it.table, list);
       }
+      const upsert = async (tx: Queryable, table: SeriesTable, rows: WriteItem["row"][]) => {
+        const unique = lastPerKey(table, rows);
+        const cols = ["ts", ...Object.keys(table.columns)];
+        const arrays = cols.map((c) => unique.map((r) => r[c] ?? null));
+        let sql = sqlByTable.get(table.name);
+        if (!sql) {
+          sql = upsertSql(table);
+          sqlByTable.set(table.name, sql);
+        }
+        await tx.query(sql, arrays, { prepare: `vigil_series_${table.name}` });
+      };
       try {
-        await db.transaction(async (tx) => {
-          for (const [table, rows] of byTable) {
-            const unique = lastPerKey(table, rows);
-            const cols = ["ts", ...Object.keys(table.columns)];
-            const arrays = cols.map((c) => unique.map((r) => r[c] ?? null));
-            let sql = sqlByTable.get(table.name);
-            if (!sql) {
-              sql = upsertSql(table);
-              sqlByTable.set(table.name, sql);
-            }
-            await tx.query(sql, arrays);
-          }
-        });
+        // One table is one statement, atomic by itself: BEGIN and COMMIT would double its round
+        // trips (a probe process writes samples alone, several times a second).
+        const [only, ...more] = byTable;
+        if (only && more.length === 0) await upsert(db, only[0], only[1]);
+        else
+          await db.transaction(async (tx) => {
+            for (const [table, rows] of byTable) await upsert(tx, table, rows);
+          });
       } catch (err) {
         if (isDataError(err)) throw err;
         throw new SeriesUnavailableError("sql", `series write failed: ${(err as Error).message}`, {
