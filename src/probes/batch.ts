@@ -18,6 +18,10 @@ export class Batcher<I, O> {
   private queue: { item: I; at: number; resolve: (o: O) => void; reject: (err: unknown) => void }[] = [];
   private inFlight = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** Arrivals since `windowStart`, and the rate of the last window that ended (items per second). */
+  private arrivals = 0;
+  private windowStart = performance.now();
+  private rate = 0;
 
   constructor(
     private readonly opts: {
@@ -29,21 +33,37 @@ export class Batcher<I, O> {
       maxItems: number;
       /** How long the oldest queued item may wait for others to join its batch (default 0). */
       lingerMs?: number;
+      /**
+       * With this, `lingerMs` applies only while items arrive at least this fast (per second,
+       * over the last second or more); slower, a batch waits `slowLingerMs` (default 0). A long
+       * linger pays where many items share a batch; where few arrive it only delays them.
+       */
+      lingerMinRate?: number;
+      slowLingerMs?: number;
       /** True when the error means the store cannot be reached (retrying items alone would not help). */
       unreachable?: (err: unknown) => boolean;
     },
   ) {}
 
   submit(item: I): Promise<O> {
+    const now = performance.now();
+    if (now - this.windowStart >= 1000) {
+      this.rate = (this.arrivals * 1000) / (now - this.windowStart);
+      this.arrivals = 0;
+      this.windowStart = now;
+    }
+    this.arrivals++;
     return new Promise<O>((resolve, reject) => {
-      this.queue.push({ item, at: performance.now(), resolve, reject });
+      this.queue.push({ item, at: now, resolve, reject });
       this.pump();
     });
   }
 
   /** Whether the queue may go out now; if not, a timer calls pump when its oldest item is due. */
   private due(): boolean {
-    const linger = this.opts.lingerMs ?? 0;
+    const { lingerMinRate } = this.opts;
+    const fast = lingerMinRate === undefined || this.rate >= lingerMinRate;
+    const linger = (fast ? this.opts.lingerMs : this.opts.slowLingerMs) ?? 0;
     const oldest = this.queue[0];
     if (!oldest || linger <= 0 || this.queue.length >= this.opts.maxItems) return true;
     const wait = oldest.at + linger - performance.now();

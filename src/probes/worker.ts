@@ -50,22 +50,29 @@ const CLAIM_MARGIN = 0.7;
 const TICK_JITTER = 0.2;
 /**
  * Check results recorded per statement at most, such statements in flight at once, and how long
- * a result waits for others to share its statement (a check's lease ends when it is recorded;
- * an incident opens this much later at most). Measured with `vigil bench probes` at 10,000
- * connections (333 checks/s): with 20 ms a statement carried 9 results and recording cost
- * PostgreSQL ~190 µs per check; 100 ms makes it ~33.
+ * a result waits for others to share its statement (a check's lease ends when it is recorded; an
+ * incident opens this much later at most). The long linger applies while at least
+ * BATCH_MIN_RATE checks a second finish (a fleet of some 1,500 connections at 30 s and more); a
+ * smaller worker records within 20 ms, as before, since few results would share a statement.
+ * Measured with `vigil bench probes` at 10,000 connections (333 checks/s, docs/benchmarks.md):
+ * 20 ms made statements of 9 results; 500 ms makes them of ~165 (or RECORD_BATCH, in a backlog).
+ * Longer pays less and less, and the last results of a backlog wait for it.
  */
 const RECORD_BATCH = 500;
 const RECORD_IN_FLIGHT = 2;
-const RECORD_LINGER_MS = 100;
+const RECORD_LINGER_MS = 500;
+const SLOW_LINGER_MS = 20;
+const BATCH_MIN_RATE = 50;
 /**
- * Samples of checks written together the same way: one series write per ~100 ms instead of one
- * per check (at 333 checks/s each write carried 1.4 samples, three statements each with the
- * `sql` series store).
+ * Samples of checks written together the same way: two series writes a second instead of one per
+ * check (at 333 checks/s each write carried 1.4 samples, three statements each with the `sql`
+ * series store; every QuestDB commit costs it several ms of CPU whatever its size: QuestDB 756 ->
+ * 301 us per check with a 100 ms linger, 177-230 us with 1 s).
  */
-const SAMPLE_BATCH = 2_000;
+const SAMPLE_BATCH = 500;
 const SAMPLE_IN_FLIGHT = 2;
-const SAMPLE_LINGER_MS = 100;
+const SAMPLE_LINGER_MS = 500;
+const WRITE_ROOM = 2 * (RECORD_BATCH + SAMPLE_BATCH);
 
 export interface ProbeWorkerOptions {
   /** Identifies this worker's leases; unique per process. */
@@ -100,6 +107,8 @@ export class ProbeWorker {
   private readonly concurrency: number;
   private timer?: NodeJS.Timeout;
   private inFlight = 0;
+  /** Of those, checks whose requests are done, waiting for their sample and result to be written. */
+  private writing = 0;
   private ticking = false;
   private stopping: Promise<void> | undefined;
   /** Waits for slots not yet come (ended early by stop), and the connections stop left unchecked. */
@@ -145,6 +154,8 @@ export class ProbeWorker {
       maxInFlight: RECORD_IN_FLIGHT,
       maxItems: RECORD_BATCH,
       lingerMs: RECORD_LINGER_MS,
+      lingerMinRate: BATCH_MIN_RATE,
+      slowLingerMs: SLOW_LINGER_MS,
       unreachable: (err) => err instanceof StoreNotReadyError,
     });
     this.samples = new Batcher({
@@ -159,6 +170,8 @@ export class ProbeWorker {
       maxInFlight: SAMPLE_IN_FLIGHT,
       maxItems: SAMPLE_BATCH,
       lingerMs: SAMPLE_LINGER_MS,
+      lingerMinRate: BATCH_MIN_RATE,
+      slowLingerMs: SLOW_LINGER_MS,
       unreachable: (err) => err instanceof StoreNotReadyError || err instanceof SeriesUnavailableError,
     });
     // PROBE_DENY_PRIVATE applies to the checks and the syncs alike: both go through this agent.
@@ -177,7 +190,7 @@ export class ProbeWorker {
       // soon as checks make room, not a whole tick later. (Judged by the claim's own size alone,
       // a big claim was followed by a small one into the little room left, taken for the end of
       // the backlog: the worker then waited a tick while its queue ran dry.)
-      const backlog = this.backlog || this.inFlight >= this.concurrency * CLAIM_AHEAD;
+      const backlog = this.backlog || this.busy() >= this.concurrency * CLAIM_AHEAD;
       const next = backlog
         ? BACKLOG_POLL_MS
         : this.tickMs * (1 - TICK_JITTER + 2 * TICK_JITTER * Math.random());
@@ -186,12 +199,21 @@ export class ProbeWorker {
     void loop();
   }
 
+  /**
+   * Checks that take claim room: those waiting only for their batched writes do not (a backlog
+   * keeps its pace while a second's results wait to share a statement), up to WRITE_ROOM of them,
+   * so a slow store still holds the claims back.
+   */
+  private busy(): number {
+    return this.inFlight - Math.min(this.writing, WRITE_ROOM);
+  }
+
   /** Claims the due connections and starts their checks; resolves once they are claimed. */
   async tick(): Promise<number> {
     if (this.ticking || this.stopped) return 0;
     this.ticking = true;
     try {
-      const room = this.concurrency * CLAIM_AHEAD - this.inFlight;
+      const room = this.concurrency * CLAIM_AHEAD - this.busy();
       if (room <= 0) return 0;
       if (this.backlog && room < this.concurrency * CLAIM_AHEAD * BACKLOG_MIN_CLAIM) return 0;
       const claimStarted = Date.now();
@@ -324,6 +346,15 @@ export class ProbeWorker {
         this.ctx.config.workflowBApiTemplate,
       ),
     );
+    this.writing++;
+    try {
+      await this.write(c, result, sync);
+    } finally {
+      this.writing--;
+    }
+  }
+
+  private async write(c: Claimed, result: CheckResult, sync: SyncState | null): Promise<void> {
     const at = this.ctx.now();
     // The sample first: if the series store cannot take it, the check is not counted and the
     // lease runs out, so the connection is checked again.

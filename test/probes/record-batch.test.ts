@@ -254,3 +254,38 @@ t.test("with a linger, items arriving one by one share a statement", async (t: T
   );
   t.equal(lingering.batches.flat().length, 10, "each item once");
 });
+
+t.test("the long linger applies only while items come fast; a trickle goes out at once", async (t: Test) => {
+  const sent: { at: number; n: number }[] = [];
+  const b = new Batcher<number, number>({
+    run: async (items) => {
+      sent.push({ at: performance.now(), n: items.length });
+      return items;
+    },
+    key: (i) => String(i),
+    maxInFlight: 2,
+    maxItems: 1_000,
+    lingerMs: 2_000,
+    // well below the ~100 a second sent, so a loaded host's slower timers still count as fast
+    lingerMinRate: 20,
+    slowLingerMs: 0,
+  });
+  // a trickle: one item (no rate yet, or far below 20 a second)
+  let started = performance.now();
+  await b.submit(1);
+  t.ok(performance.now() - started < 500, "a lone item is not held for the long linger");
+  // a stream: 100 items a second for 1.5 s (the rate is known after its first second: those
+  // items go out as they come, the later ones wait to share a statement), then one more
+  for (let i = 0; i < 150; i++) {
+    void b.submit(100 + i);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  started = performance.now();
+  await b.submit(1_000);
+  const waited = performance.now() - started;
+  t.ok(waited >= 500, `at ~100 items a second a batch lingers (waited ${Math.round(waited)} ms)`);
+  t.ok(
+    sent.some((s) => s.n > 20),
+    `fast items share statements (${sent.map((s) => s.n).join(", ")})`,
+  );
+});
