@@ -110,9 +110,10 @@ function base(t: WorkflowATarget) {
  * `GET /api/v1/executions?limit=1` with the key: an answer that stays a few hundred bytes
  * whatever the workflows hold, and that only an instance whose API is mounted and whose database
  * answers can give. An answer is the whole check (one request): its time is the check's response
- * time. 401/403 is a bad key. Only when the API fails is readiness asked (or health, where
- * readiness is not offered), so the failure says which it is: an instance restarting (readiness
- * 503) or its API alone. A ready instance whose API answered more than expected is up: it is
+ * time. 401/403 is a bad key. Only when the API answers with a failure is readiness asked (or
+ * health, where readiness is not offered), so the failure says which it is: an instance
+ * restarting (readiness 503) or its API alone; no answer at all (a timeout, a refused or reset
+ * connection) is the verdict by itself, without a second wait on the same host. A ready instance whose API answered more than expected is up: it is
  * recorded as available with the reason, never as an outage.
  *
  * With `listPage` (a sync follows and its sweep starts at the newest run), the sweep's own first
@@ -158,7 +159,10 @@ export async function checkWorkflowA(
       error: `the API rejected the api_key (HTTP ${api.status})`,
     };
   if (api.status === 429) return { available: true, responseTimeMs: api.ms, statusCode: 429 };
-  // The API failed: readiness says whether the instance is starting or down as a whole.
+  // No answer at all (timeout, refused, reset): readiness would wait on the same dead host, up to
+  // another timeout holding a probe slot; the API's failure is the verdict.
+  if (api.status === undefined) return failure(api);
+  // The API answered with a failure: readiness says whether the instance is starting or down.
   let health = await probeHttp(agent, `${base(t)}/healthz/readiness`, {
     timeoutMs,
     maxBytes: HEALTH_MAX_BYTES,
