@@ -113,8 +113,9 @@ function base(t: WorkflowATarget) {
  * time. 401/403 is a bad key. Only when the API answers with a failure is readiness asked (or
  * health, where readiness is not offered), so the failure says which it is: an instance
  * restarting (readiness 503) or its API alone; no answer at all (a timeout, a refused or reset
- * connection) is the verdict by itself, without a second wait on the same host. A ready instance whose API answered more than expected is up: it is
- * recorded as available with the reason, never as an outage.
+ * connection) is the verdict by itself, without a second wait on the same host. A ready
+ * instance whose API answered more than expected is up: it is recorded as available with the
+ * reason, never as an outage.
  *
  * With `listPage` (a sync follows and its sweep starts at the newest run), the sweep's own first
  * page, `?limit=250`, is asked after the check's request and its body comes back as `page` for
