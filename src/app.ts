@@ -17,6 +17,7 @@ import { registerAuth, takeUserQuota } from "./http/auth.js";
 import { clientErrors, frameworkErrors, registerInputRules } from "./http/edge.js";
 import { LazyChildLogger } from "./lib/logger.js";
 import { registerDocs } from "./http/docs.js";
+import { registerMetrics } from "./http/metrics.js";
 import { openApiDocument } from "./http/openapi.js";
 import { registerRoutes } from "./http/route.js";
 import { registerMcp } from "./mcp/server.js";
@@ -115,6 +116,8 @@ export async function buildApp(ctx: AppContext, opts: AppOptions = {}): Promise<
     reply.header("x-request-id", req.id);
     done();
   });
+  // requests by route template, method and status, and GET /metrics (METRICS_TOKEN)
+  registerMetrics(app, ctx);
   // JSON depth, prototype keys and unstorable text, checked once for every route
   registerInputRules(app);
   // Browser callers from CORS_ORIGINS only (off by default). Bearer keys, never cookies, so a

@@ -3,6 +3,8 @@ import { fileURLToPath } from "node:url";
 import type { Logger } from "pino";
 import type { Config } from "./config.js";
 import type { Role } from "./server.js";
+import { clusterMetricsSource } from "./lib/metrics.js";
+import { startMetricsListener } from "./metrics-server.js";
 
 /**
  * `vigil serve --workers N`: one host's Vigil as several processes with `node:cluster`.
@@ -29,6 +31,45 @@ import type { Role } from "./server.js";
  * primary exits 0 once all have; a second signal, or workers still running after 25 s, ends them
  * with SIGKILL and exit 1. Every log line of a worker carries `worker` (its name) and `pid`.
  */
+
+/** How long a worker waits for the primary's answer to a metrics request (prom-client's own wait is 5 s). */
+const METRICS_WAIT_MS = 6_000;
+let metricsRequests = 0;
+const metricsWaiting = new Map<number, { resolve: (text: string) => void; reject: (err: Error) => void }>();
+
+/**
+ * A worker's scrape of `GET /metrics` (METRICS_TOKEN on the API port): the whole group's metrics,
+ * asked of the primary, which gathers every worker's (prom-client's cluster aggregator).
+ */
+export function askPrimaryForMetrics(): Promise<string> {
+  if (metricsWaiting.size === 0 && metricsRequests === 0)
+    process.on("message", (m: { vigil?: string; id?: number; text?: string; error?: string } | null) => {
+      if (m?.vigil !== "metrics" || typeof m.id !== "number") return;
+      const waiting = metricsWaiting.get(m.id);
+      if (!waiting) return;
+      metricsWaiting.delete(m.id);
+      if (typeof m.text === "string") waiting.resolve(m.text);
+      else waiting.reject(new Error(m.error ?? "the primary sent no metrics"));
+    });
+  const id = ++metricsRequests;
+  return new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      metricsWaiting.delete(id);
+      reject(new Error("the primary did not answer the metrics request"));
+    }, METRICS_WAIT_MS);
+    metricsWaiting.set(id, {
+      resolve: (text) => {
+        clearTimeout(timer);
+        resolve(text);
+      },
+      reject: (err) => {
+        clearTimeout(timer);
+        reject(err);
+      },
+    });
+    process.send?.({ vigil: "metrics-request", id });
+  });
+}
 
 export interface WorkerSpec {
   name: string;
@@ -82,6 +123,8 @@ export function servePrimary(config: Config, roles: Role[], count: number, log: 
       "--workers needs PostgreSQL (DATABASE_URL): the embedded PGlite folder can be opened by one process only",
     );
   const plan = workerPlan(roles, count);
+  // every worker's metrics summed, for the admin listener (METRICS_PORT) and workers' /metrics
+  const groupMetrics = clusterMetricsSource();
   const plog = log.child({ worker: "primary" });
   const cli = fileURLToPath(new URL("./cli.js", import.meta.url));
   const slots: Slot[] = plan.map((s) => ({ ...s, startedAt: 0, failures: 0, failedStarts: 0, up: false }));
@@ -103,7 +146,14 @@ export function servePrimary(config: Config, roles: Role[], count: number, log: 
     slot.up = false;
     byWorker.set(w, slot);
     w.on("message", (m: unknown) => {
-      if ((m as { vigil?: string } | null)?.vigil === "stores-ready") cameUp(slot);
+      const msg = m as { vigil?: string; id?: number } | null;
+      if (msg?.vigil === "stores-ready") cameUp(slot);
+      if (msg?.vigil === "metrics-request")
+        groupMetrics().then(
+          (text) => w.isConnected() && w.send({ vigil: "metrics", id: msg.id, text }),
+          (err: unknown) =>
+            w.isConnected() && w.send({ vigil: "metrics", id: msg.id, error: (err as Error).message }),
+        );
     });
     plog.info({ name: slot.name, roles: slot.roles, workerPid: w.process.pid }, "worker started");
   };
@@ -190,6 +240,14 @@ export function servePrimary(config: Config, roles: Role[], count: number, log: 
   };
   process.on("SIGTERM", () => shutdown("SIGTERM"));
   process.on("SIGINT", () => shutdown("SIGINT"));
+  if (config.metrics.port !== undefined)
+    startMetricsListener(config, groupMetrics, plog).catch((err: unknown) => {
+      plog.fatal(
+        `the metrics listener cannot listen on ${config.metrics.host}:${config.metrics.port} (${(err as Error).message}); choose another METRICS_PORT`,
+      );
+      exitCode = 1;
+      shutdown("metrics listener failed");
+    });
 
   plog.info(
     { workers: plan.map((s) => `${s.name} (${s.roles.join(",")})`) },

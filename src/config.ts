@@ -121,6 +121,27 @@ export const envSchema = z.object({
       )
       .optional(),
   ),
+  METRICS_PORT: z.preprocess(
+    emptyToUndefined,
+    z.coerce
+      .number({ error: "must be a port number" })
+      .int("must be a whole number")
+      .min(0, "must be between 0 and 65535 (0: any free port)")
+      .max(65535, "must be between 0 and 65535 (0: any free port)")
+      .optional(),
+  ),
+  METRICS_HOST: z.preprocess(emptyToUndefined, z.string().min(1).default("127.0.0.1")),
+  METRICS_TOKEN: z.preprocess(
+    emptyToUndefined,
+    z
+      .string()
+      .min(16, "must be at least 16 characters (try: openssl rand -hex 24)")
+      .refine(
+        (v) => /^[\x21-\x7e]+$/.test(v),
+        "must be printable ASCII without spaces (it travels in a header)",
+      )
+      .optional(),
+  ),
   LOG_LEVEL: z.preprocess(
     emptyToUndefined,
     z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
@@ -191,6 +212,12 @@ export interface Config {
    * browsers then refuse cross-origin calls).
    */
   corsOrigins: "*" | string[] | null;
+  /**
+   * Vigil's own Prometheus metrics (docs/operations.md: Watching Vigil itself): a listener of its
+   * own at `host:port` (METRICS_PORT; none when unset), and/or `GET /metrics` on the API port
+   * with `Authorization: Bearer <token>` (METRICS_TOKEN; the admin listener asks for it too when set).
+   */
+  metrics: { port: number | undefined; host: string; token: string | undefined };
 }
 
 export class ConfigError extends Error {
@@ -307,5 +334,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         ? "*"
         : e.CORS_ORIGINS.split(",").map((o) => o.trim())
       : null,
+    metrics: { port: e.METRICS_PORT, host: e.METRICS_HOST, token: e.METRICS_TOKEN },
   };
 }

@@ -11,6 +11,10 @@ import { DeliveryJob } from "./notifications/delivery.js";
 import { smtpMailer } from "./notifications/mailer.js";
 import { ProbeWorker } from "./probes/worker.js";
 import { createLogger } from "./lib/logger.js";
+import { metricsText, setMetricsSource, watchOutboxes } from "./lib/metrics.js";
+import { startMetricsListener } from "./metrics-server.js";
+import { askPrimaryForMetrics } from "./cluster.js";
+import { pendingByChannel } from "./notifications/repository.js";
 import { StoreSupervisor } from "./stores/supervisor.js";
 
 export const ALL_ROLES = ["api", "probe", "jobs"] as const;
@@ -86,6 +90,7 @@ export async function serve(
       await jobs?.stop();
       delivery?.stop();
       adminSocket?.close();
+      await metricsListener?.close();
       await closeContext(ctx);
       await stores.close();
       log.info("shutdown complete");
@@ -100,6 +105,19 @@ export async function serve(
   };
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
+
+  let metricsListener: Awaited<ReturnType<typeof startMetricsListener>> | undefined;
+  if (opts.worker && process.send) setMetricsSource(askPrimaryForMetrics);
+  else if (config.metrics.port !== undefined) {
+    try {
+      metricsListener = await startMetricsListener(config, metricsText, log);
+    } catch (err) {
+      const message = `the metrics listener cannot listen on ${config.metrics.host}:${config.metrics.port} (${(err as Error).message}); choose another METRICS_PORT`;
+      log.fatal(message);
+      process.stderr.write(`vigil: ${message}\n`);
+      process.exit(1);
+    }
+  }
 
   stores.start();
   // a worker of `serve --workers` tells the primary once its stores are ready (migrations and the
@@ -152,6 +170,7 @@ export async function serve(
         log,
         { now: () => ctx.now() },
       );
+      watchOutboxes(() => pendingByChannel(stores.db));
       // One runner for the cluster's periodic work: heartbeat monitor, rollups, expiry, e-mail
       // delivery, probe housekeeping; each under its lock (jobs/jobs.ts).
       jobs = new JobRunner(ctx, clusterJobs(delivery));

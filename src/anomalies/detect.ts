@@ -37,6 +37,7 @@ import {
   upsertDetectorStates,
 } from "./repository.js";
 import { Agg, bucketRows, type MetricRow, sourceRows, valueOf } from "./windows.js";
+import { anomalyEvaluations } from "../lib/metrics.js";
 
 /**
  * The anomaly detector (docs/operations.md: Anomaly detection), one run at `ctx.now()`.
@@ -286,6 +287,7 @@ export async function detectAnomalies(ctx: AppContext): Promise<DetectorRun> {
   await deleteLateMarks(db, done);
   if (run.opened || run.resolved || run.past)
     ctx.log.info({ job: "anomaly-detector", ...run }, "anomalies detected");
+  anomalyEvaluations.inc(run.judged);
   return run;
 }
 

@@ -13,6 +13,7 @@ import {
   selectUnheldBudgetIncidents,
 } from "./repository.js";
 import { subjectOf, subjectSpend } from "./budgets.js";
+import { budgetEvaluations } from "../lib/metrics.js";
 
 /**
  * Bounds of one run. Budgets are taken least recently evaluated first, and the run stops taking
@@ -58,6 +59,7 @@ export async function evaluateBudget(
   const at = ctx.now();
   const month = monthOf(at);
   const spend = await subjectSpend(ctx, systemActor("budgets"), s, month, at);
+  budgetEvaluations.inc();
   if (read) read.connections += s.connections.length;
   const e = await db.transaction(async (tx) => {
     const row = await lockBudget(tx, due.scope, due.target_id);

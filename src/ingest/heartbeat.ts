@@ -12,6 +12,7 @@ import { heartbeatRepeats } from "./repeats.js";
 import { priceBook } from "./pricing.js";
 import { reportGatewayHealth } from "../probes/heartbeats.js";
 import { markLate } from "../anomalies/late.js";
+import { heartbeatsIngested } from "../lib/metrics.js";
 
 /** How far in the future a period may end before it is refused as a clock error. */
 const MAX_CLOCK_SKEW_MS = 5 * 60_000;
@@ -163,6 +164,7 @@ export async function ingestHeartbeat(ctx: AppContext, p: IngestionKeyActor, bod
     // one group commit with the heartbeat: the sample is never stored without it
     samplesWrite(samples),
   ]);
+  heartbeatsIngested.inc();
   // spend a budget counts is noticed now, not at the budget job's next run (budgets/watch.ts)
   if (spentUsd > 0) budgetWatch(ctx).spent(connectionId, spentUsd * 100, ts);
   const marking = samplesCommitted(ctx, samples);

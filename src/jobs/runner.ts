@@ -1,4 +1,5 @@
 import { type AppContext, perApp } from "../core/context.js";
+import { jobDuration, jobRuns } from "../lib/metrics.js";
 import { claimJobPeriod, tryJobLock } from "./repository.js";
 
 /**
@@ -110,14 +111,23 @@ export class JobRunner {
     for (const job of this.jobs) {
       const loop = async () => {
         if (this.stopped) return;
-        const run = runJob(this.ctx, job, { oncePerPeriod: true }).catch((err: unknown) =>
-          this.ctx.log.warn(
-            {
-              job: job.name,
-              err: err instanceof Error ? err.message : String(err),
-            },
-            "job failed; retrying at the next run",
-          ),
+        const timer = jobDuration.startTimer({ job: job.name });
+        const run = runJob(this.ctx, job, { oncePerPeriod: true }).then(
+          (ran) => {
+            timer();
+            jobRuns.labels(job.name, ran ? "ran" : "skipped").inc();
+          },
+          (err: unknown) => {
+            timer();
+            jobRuns.labels(job.name, "failed").inc();
+            this.ctx.log.warn(
+              {
+                job: job.name,
+                err: err instanceof Error ? err.message : String(err),
+              },
+              "job failed; retrying at the next run",
+            );
+          },
         );
         this.running.add(run);
         await run;

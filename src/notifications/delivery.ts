@@ -10,6 +10,7 @@ import {
   noteUnsendable,
   type PendingNotification,
 } from "./repository.js";
+import { deliveries } from "../lib/metrics.js";
 
 /** Wait before retry n (1-based): 30 s, 2 min, 8 min, … capped at 1 h; given up after 10 attempts. */
 export const retryDelayMs = (attempt: number) => Math.min(30_000 * 4 ** (attempt - 1), 3_600_000);
@@ -99,6 +100,16 @@ export class OwedMarks {
     done: Date,
     log: Logger,
   ): Promise<{ giveUp: boolean }> {
+    deliveries
+      .labels(
+        n.channel,
+        outcome.error === null
+          ? "delivered"
+          : outcome.giveUp === true || n.attempts >= MAX_ATTEMPTS
+            ? "given_up"
+            : "retry",
+      )
+      .inc();
     try {
       return await settleAttempt(db, n, outcome, done);
     } catch (err) {

@@ -574,3 +574,11 @@ export async function keyFacts(tx: Queryable, keyId: string): Promise<KeyFacts |
   );
   return r.rows[0] ?? null;
 }
+
+/** Notifications waiting to be sent (due or retrying), per channel: the outbox depth of /metrics. */
+export async function pendingByChannel(db: Queryable): Promise<{ channel: string; rows: number }[]> {
+  const { rows } = await db.query<{ channel: string; rows: number }>(
+    `SELECT channel, count(*)::int AS rows FROM notifications WHERE status = 'pending' GROUP BY channel`,
+  );
+  return rows;
+}

@@ -6,6 +6,7 @@ import { executions, type RowOf } from "../stores/series/tables.js";
 import { SYNC_BUDGET, type PlatformRun, type SyncBudget, type SyncState } from "./platform.js";
 import { syncWorkflowA } from "./workflow-a.js";
 import { syncWorkflowB, workflowBApi } from "./workflow-b.js";
+import { syncRequests, syncRuns } from "../lib/metrics.js";
 
 export type { SyncState } from "./platform.js";
 
@@ -116,6 +117,8 @@ export async function syncExecutions(
     );
   else return idle;
 
+  syncRequests.labels(t.serviceType).inc(out.requests);
+  syncRuns.labels(t.serviceType, out.stoppedBy ? "stopped" : "synced").inc();
   if (out.runs.length) {
     const rows = out.runs.map((r) => toRow(t.id, r, now));
     await ctx.stores.series.append(executions, rows);

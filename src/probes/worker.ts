@@ -18,6 +18,7 @@ import { type CheckRecord, type CheckedRow, recordChecks, releaseLeases, renewLe
 import { DEFAULT_FAILURE_THRESHOLD, intervalSeconds, nextSlot } from "./schedule.js";
 import { ProbeSlots } from "./slots.js";
 import type { SyncState } from "./sync.js";
+import { probeChecks, probeScheduleLag } from "../lib/metrics.js";
 
 /**
  * A worker keeps up to CLAIM_AHEAD x concurrency connections claimed (checking, writing, or
@@ -276,8 +277,9 @@ export class ProbeWorker {
       this.abandoned.push(c.id);
       return false;
     }
-    if (this.lags.length < 100_000)
-      this.lags.push(Math.max(0, this.ctx.now().getTime() - new Date(c.next_check_at).getTime()));
+    const lagMs = Math.max(0, this.ctx.now().getTime() - new Date(c.next_check_at).getTime());
+    if (this.lags.length < 100_000) this.lags.push(lagMs);
+    probeScheduleLag.observe(lagMs / 1000);
     return true;
   }
 
@@ -368,6 +370,7 @@ export class ProbeWorker {
     await this.samples.submit({ id: c.id, rows: [...gap, probeSample(c.id, result, at)] });
     await this.record(c, result, at, sync);
     this.checks++;
+    probeChecks.labels(c.service_type, result.available ? "up" : (result.reason ?? "down")).inc();
   }
 
   /** Checks and schedule lag since the last call, logged every 10 s ("probe stats"). */

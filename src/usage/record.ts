@@ -10,6 +10,7 @@ import { type RowOf, usageEntries } from "../stores/series/tables.js";
 import { toUsageEntry } from "./entries.js";
 import { claimIdempotencyKey } from "./repository.js";
 import { MAX_BATCH, type UsageEntryInput, usageEntry } from "./schema.js";
+import { usageEntriesIngested } from "../lib/metrics.js";
 
 export interface ValidationProblem {
   index: number;
@@ -151,6 +152,7 @@ export async function recordUsage(
     metadata: e.metadata ? JSON.stringify(e.metadata) : null,
   }));
   await ctx.stores.series.append(usageEntries, rows);
+  usageEntriesIngested.inc(rows.length);
   const late = markLate(ctx, rows); // entries dated in the past: the anomaly detector judges them again
   if (late) await late;
   // spend a budget counts is noticed now, not at the budget job's next run (budgets/watch.ts)

@@ -1,6 +1,7 @@
 import pg from "pg";
 import { isConnectionFailure, StoreUnavailableError } from "../errors.js";
 import type { Queryable, QueryOptions, QueryResult, RelationalStore, Row } from "./types.js";
+import { storeTimer } from "../../lib/metrics.js";
 
 // int8 (count(*), sums of integers) comes back as a string by default; every int8 Vigil reads
 // is far below 2^53, so numbers are both safe and what callers expect.
@@ -42,25 +43,32 @@ export function createPgStore(opts: PgStoreOptions): RelationalStore {
   // An idle client whose server went away emits 'error'; unhandled it would kill the process.
   pool.on("error", (err) => opts.onError?.(err));
 
+  const timed = storeTimer("postgres");
   const wrap = (c: pg.Pool | pg.PoolClient): Queryable => ({
     async query<R extends Row = Row>(
       text: string,
       params?: unknown[],
       opts?: QueryOptions,
     ): Promise<QueryResult<R>> {
+      const done = timed();
       try {
         const r = opts?.prepare
           ? await c.query({ name: opts.prepare, text, values: params })
           : await c.query(text, params);
+        done(true);
         return { rows: r.rows as R[], rowCount: r.rowCount ?? 0 };
       } catch (err) {
+        done(false);
         throw classify(err);
       }
     },
     async exec(sql: string): Promise<void> {
+      const done = timed();
       try {
         await c.query(sql);
+        done(true);
       } catch (err) {
+        done(false);
         throw classify(err);
       }
     },

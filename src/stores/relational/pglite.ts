@@ -1,5 +1,6 @@
 import path from "node:path";
 import { PGlite, types as pgliteTypes } from "@electric-sql/pglite";
+import { storeTimer } from "../../lib/metrics.js";
 import { type DirLock, lockDataDir } from "./dir-lock.js";
 import type { Queryable, QueryResult, RelationalStore, Row } from "./types.js";
 
@@ -30,13 +31,28 @@ export async function createPgliteStore(opts: PgliteStoreOptions = {}): Promise<
   }
   await db.exec("SET TIME ZONE 'UTC'");
 
+  const timed = storeTimer("pglite");
   const wrap = (c: Pick<PGlite, "query" | "exec">): Queryable => ({
     async query<R extends Row = Row>(text: string, params?: unknown[]): Promise<QueryResult<R>> {
-      const r = await c.query<R>(text, params);
-      return { rows: r.rows, rowCount: r.affectedRows ?? r.rows.length };
+      const done = timed();
+      try {
+        const r = await c.query<R>(text, params);
+        done(true);
+        return { rows: r.rows, rowCount: r.affectedRows ?? r.rows.length };
+      } catch (err) {
+        done(false);
+        throw err;
+      }
     },
     async exec(sql: string): Promise<void> {
-      await c.exec(sql);
+      const done = timed();
+      try {
+        await c.exec(sql);
+        done(true);
+      } catch (err) {
+        done(false);
+        throw err;
+      }
     },
   });
   const base = wrap(db);

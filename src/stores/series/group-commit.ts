@@ -16,6 +16,8 @@ export interface GroupCommitOptions<T> {
   maxItems?: number;
   /** True when the error means the data was rejected (not that the store is unreachable). */
   isDataError?: (err: unknown) => boolean;
+  /** Told of every flush once it settled: its rows and whether the store took them. */
+  observe?: (rows: number, ok: boolean) => void;
 }
 
 interface Submission<T> {
@@ -82,16 +84,21 @@ export class GroupCommit<T> {
   }
 
   private async run(group: Submission<T>[]): Promise<void> {
+    const items = group.flatMap((s) => s.items);
     try {
-      await this.opts.flush(group.flatMap((s) => s.items));
+      await this.opts.flush(items);
+      this.opts.observe?.(items.length, true);
       for (const s of group) this.answer(s, true);
     } catch (err) {
+      this.opts.observe?.(items.length, false);
       if (group.length > 1 && this.opts.isDataError?.(err)) {
         for (const s of group) {
           try {
             await this.opts.flush([...s.items]);
+            this.opts.observe?.(s.items.length, true);
             this.answer(s, true);
           } catch (e) {
+            this.opts.observe?.(s.items.length, false);
             this.answer(s, false, e);
           }
         }

@@ -3,6 +3,7 @@ import path from "node:path";
 import pg from "pg";
 import { sqlDir } from "../../lib/paths.js";
 import { isConnectionFailure } from "../errors.js";
+import { seriesCommitObserver, storeTimer, watchBacklog } from "../../lib/metrics.js";
 import { GroupCommit } from "./group-commit.js";
 import { groupCommitWrites, type WriteItem } from "./writes.js";
 import { IlpHttp, IlpRejectedError, type LineEncoder, lineEncoder } from "./ilp.js";
@@ -142,6 +143,7 @@ export async function createQuestdbSeriesStore(opts: QuestdbOptions): Promise<Qu
     maxInFlight: writers,
     maxItems: 100_000,
     isDataError,
+    observe: seriesCommitObserver("questdb"),
     flush: async (items) => {
       let text = "";
       for (const it of items) text += (encoders.get(it.table.name) as LineEncoder)(it.row);
@@ -156,6 +158,7 @@ export async function createQuestdbSeriesStore(opts: QuestdbOptions): Promise<Qu
       }
     },
   });
+  watchBacklog("questdb", commit);
 
   const tsParam = (d: Date) => d.toISOString();
   const unavailable = (err: unknown) =>
@@ -164,7 +167,19 @@ export async function createQuestdbSeriesStore(opts: QuestdbOptions): Promise<Qu
     /ECONN|timeout/i.test(String(err));
   const down = (err: unknown) =>
     new SeriesUnavailableError("questdb", `QuestDB query failed: ${(err as Error).message}`, { cause: err });
+  const timed = storeTimer("questdb");
   const query = async (sql: string, params: unknown[]) => {
+    const done = timed();
+    try {
+      const r = await queryOnce(sql, params);
+      done(true);
+      return r;
+    } catch (err) {
+      done(false);
+      throw err;
+    }
+  };
+  const queryOnce = async (sql: string, params: unknown[]) => {
     opts.onQuery?.(sql, params);
     try {
       return await pool.query(sql, params);

@@ -1,4 +1,5 @@
 import type { Queryable, RelationalStore } from "../relational/types.js";
+import { seriesCommitObserver, watchBacklog } from "../../lib/metrics.js";
 import { GroupCommit } from "./group-commit.js";
 import { groupCommitWrites, type WriteItem } from "./writes.js";
 import {
@@ -59,6 +60,7 @@ export function createSqlSeriesStore(db: RelationalStore): SeriesStore {
   const commit = new GroupCommit<WriteItem>({
     maxInFlight: db.kind === "pglite" ? 1 : 2,
     isDataError,
+    observe: seriesCommitObserver(db.kind),
     flush: async (items) => {
       const byTable = new Map<SeriesTable, WriteItem["row"][]>();
       for (const it of items) {
@@ -94,6 +96,7 @@ export function createSqlSeriesStore(db: RelationalStore): SeriesStore {
       }
     },
   });
+  watchBacklog(db.kind, commit);
 
   const tsParam = (d: Date) => d.toISOString();
 

@@ -1,0 +1,157 @@
+import http from "node:http";
+import { parseArgs } from "node:util";
+import client from "prom-client";
+import { CHANNEL_TYPES } from "../src/channels/providers/types.js";
+import type { Config } from "../src/config.js";
+import { routes } from "../src/http/routes/index.js";
+import {
+  deliveries,
+  httpDuration,
+  httpRequests,
+  jobRuns,
+  probeChecks,
+  probeScheduleLag,
+  seriesCommitObserver,
+  storeTimer,
+  syncRequests,
+} from "../src/lib/metrics.js";
+import { createLogger } from "../src/lib/logger.js";
+import { startMetricsListener } from "../src/metrics-server.js";
+import { fmt, table } from "./lib/report.js";
+import { positiveInt } from "./lib/postgres.js";
+
+/**
+ * `vigil bench metrics`: what one scrape of GET /metrics costs (issue #33: < 5 ms) once every
+ * series a busy Vigil has is filled: every route template with the methods and statuses it
+ * answers, every check kind and outcome, the stores, channels and jobs. Timed over loopback
+ * through the METRICS_PORT listener (the scraper's view) and in-process (the text alone), with a
+ * registry of prom-client's process metrics alone as the baseline, in the same run.
+ */
+export async function run(config: Config, args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { scrapes: { type: "string", default: "500" } } });
+  const scrapes = positiveInt("scrapes", values.scrapes);
+
+  // Fill the series: about what months of traffic leave behind (the counts do not change the cost).
+  // every route with the statuses it documents, and the refusals any route gives
+  let routeSeries = 0;
+  for (const r of routes) {
+    const route = r.path.replace(/\{(\w+)\}/g, ":$1");
+    httpDuration.labels(route, r.method).observe(0.01);
+    for (const s of new Set([...Object.keys(r.responses ?? {}), "400", "401", "403", "404", "429"])) {
+      httpRequests.labels(route, r.method, s).inc();
+      routeSeries++;
+    }
+  }
+  // the dashboard's pages, the OAuth and MCP doors and /docs (outside the route table): as many again
+  for (let i = 0; i < routes.length; i++) {
+    httpDuration.labels(`/other/${i}`, "GET").observe(0.01);
+    for (const s of ["200", "302", "400", "404"]) {
+      httpRequests.labels(`/other/${i}`, "GET", s).inc();
+      routeSeries++;
+    }
+  }
+  const reasons = [
+    "up",
+    "timeout",
+    "refused",
+    "connection_refused",
+    "dns",
+    "tls",
+    "connection_reset",
+    "http_status",
+  ];
+  for (const kind of ["workflow_a", "workflow_b", "gateway"])
+    for (const o of [...reasons, "bad_credentials", "invalid_response", "response_too_large", "network"]) {
+      probeChecks.labels(kind, o).inc();
+      syncRequests.labels(kind).inc();
+    }
+  for (let i = 0; i < 1000; i++) probeScheduleLag.observe(i / 1000);
+  for (const store of ["postgres", "questdb"]) {
+    seriesCommitObserver(store)(100, true);
+    storeTimer(store)()(true);
+  }
+  for (const channel of CHANNEL_TYPES)
+    for (const outcome of ["delivered", "retry", "given_up"]) deliveries.labels(channel, outcome).inc();
+  for (const job of [
+    "rollups",
+    "retention",
+    "heartbeat-monitor",
+    "anomaly-detector",
+    "budgets",
+    "delivery",
+    "webhooks",
+    "channels",
+    "probe-housekeeping",
+    "oauth-housekeeping",
+    "probe-stats",
+  ])
+    for (const outcome of ["ran", "skipped", "failed"]) jobRuns.labels(job, outcome).inc();
+
+  const baseline = new client.Registry();
+  client.collectDefaultMetrics({ register: baseline });
+
+  const log = createLogger("warn");
+  const listener = await startMetricsListener(
+    { ...config, metrics: { port: 0, host: "127.0.0.1", token: undefined } },
+    () => client.register.metrics(),
+    log,
+  );
+  const baseListener = await startMetricsListener(
+    { ...config, metrics: { port: 0, host: "127.0.0.1", token: undefined } },
+    () => baseline.metrics(),
+    log,
+  );
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const fetchOnce = (port: number) =>
+    new Promise<number>((resolve, reject) => {
+      http
+        .get({ host: "127.0.0.1", port, path: "/metrics", agent }, (res) => {
+          let n = 0;
+          res.on("data", (c: Buffer) => (n += c.length));
+          res.on("end", () => resolve(n));
+        })
+        .on("error", reject);
+    });
+
+  const time = async (label: string, fn: () => Promise<unknown>) => {
+    for (let i = 0; i < 20; i++) await fn(); // warm-up
+    const ms: number[] = [];
+    const cpu0 = process.cpuUsage();
+    for (let i = 0; i < scrapes; i++) {
+      const t0 = performance.now();
+      await fn();
+      ms.push(performance.now() - t0);
+    }
+    const cpu = process.cpuUsage(cpu0);
+    ms.sort((a, b) => a - b);
+    const at = (q: number) => ms[Math.min(ms.length - 1, Math.floor(q * ms.length))] as number;
+    return { label, p50: at(0.5), p99: at(0.99), cpuMs: (cpu.user + cpu.system) / 1000 / scrapes };
+  };
+
+  const text = await client.register.metrics();
+  const series = text.split("\n").filter((l) => l && !l.startsWith("#")).length;
+  const rows = [
+    await time("prom-client process metrics alone, in-process (baseline)", () => baseline.metrics()),
+    await time("Vigil's registry, in-process", () => client.register.metrics()),
+    await time("process metrics alone, over loopback (baseline)", () => fetchOnce(baseListener.port)),
+    await time("GET /metrics over loopback (METRICS_PORT listener)", () => fetchOnce(listener.port)),
+  ];
+  console.log(
+    `\nmetrics: one scrape of ${series} series (${fmt(text.length / 1024, 1)} KiB; ${routeSeries} route, method and status sets), ${scrapes} scrapes each, one after another\n`,
+  );
+  console.log(
+    table(
+      ["scrape", "p50 ms", "p99 ms", "CPU ms per scrape (both ends)"],
+      rows.map((r) => [r.label, fmt(r.p50, 2), fmt(r.p99, 2), fmt(r.cpuMs, 2)]),
+    ),
+  );
+  const scrape = rows[3] as (typeof rows)[number];
+  const base = rows[2] as (typeof rows)[number];
+  console.log(
+    `\nscrape p99 ${fmt(scrape.p99, 2)} ms: ${scrape.p99 < 5 ? "meets" : "MISSES"} target < 5 ms ` +
+      `(${fmt(scrape.p99 / base.p99, 1)}× the process metrics alone)`,
+  );
+  agent.destroy();
+  await listener.close();
+  await baseListener.close();
+}
