@@ -89,8 +89,23 @@ t.test("workflow_a contract", async (t) => {
     t.equal(bad.reason, "bad_credentials");
   });
 
+  /** Ids of the runs the platform's list shows: ended ones (it hides running and waiting runs). */
+  const listed = async () => {
+    const r = await fetch(`${platform.url}/api/v1/executions?limit=250`, {
+      headers: { "X-N8N-API-KEY": platform.apiKey },
+    });
+    return ((await r.json()) as { data: { id: string | number }[] }).data.map((e) => String(e.id));
+  };
+  /** Waits until `n` runs started since `since` have ended (a loaded host runs them slower). */
+  const ended = async (since: Set<string>, n: number) => {
+    const deadline = Date.now() + 20_000;
+    while ((await listed()).filter((x) => !since.has(x)).length < n && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
+  };
+
   await sync(); // whatever the instance already holds
   const before = new Set((await rows()).map((r) => r.execution_id));
+  const listedBefore = new Set(await listed());
 
   await t.test("runs running or waiting during a sync are neither lost nor duplicated", async (t) => {
     const long = await platform.long();
@@ -98,7 +113,7 @@ t.test("workflow_a contract", async (t) => {
     await platform.quick();
     await platform.failing("contract failure: upstream said 502");
     await platform.quick();
-    await new Promise((r) => setTimeout(r, 300)); // the quick runs finish
+    await ended(listedBefore, 3); // the quick runs and the failing one
     await sync();
     const mid = (await rows()).filter((r) => !before.has(r.execution_id));
     t.same(
@@ -109,7 +124,7 @@ t.test("workflow_a contract", async (t) => {
     await long.end();
     await waiting.resume();
     await platform.quick();
-    await new Promise((r) => setTimeout(r, 300));
+    await ended(listedBefore, 6); // and the long, the resumed and the last quick run
     await sync();
     const all = await rows();
     t.equal(new Set(all.map((r) => r.execution_id)).size, all.length, "no execution id stored twice");
