@@ -166,6 +166,10 @@ const SPEC_PERMISSIONS: Record<string, string> = {
   "GET /v1/connections/:id/budget": "usage:read",
   "PUT /v1/budget": "connections:write",
   "GET /v1/budget": "usage:read",
+  // SLOs (issue #33, docs/api.md: SLOs): set and removed like a connection, read like one
+  "PUT /v1/connections/:id/slo": "connections:write",
+  "GET /v1/connections/:id/slo": "connections:read",
+  "DELETE /v1/connections/:id/slo": "connections:write",
   "GET /v1/analytics": "analytics:read",
   "GET /v1/executions": "analytics:read",
   "GET /v1/availability": "analytics:read",

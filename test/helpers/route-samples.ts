@@ -574,6 +574,33 @@ export const routeSamples: Record<string, RouteSample> = {
     ok: (w) => [{ url: `/v1/connections/${w.conns.PA}/budget`, key: w.keys.alicePersonal }],
     naming: (w, id) => ({ url: `/v1/connections/${id}/budget`, key: w.keys.alicePersonal }),
   },
+  "PUT /v1/connections/:id/slo": {
+    ok: (w) => [
+      {
+        url: `/v1/connections/${w.conns.PA}/slo`,
+        key: w.keys.alicePersonal,
+        body: { objective: 0.999, window_days: 30 },
+      },
+      {
+        url: `/v1/connections/${w.conns.OA}/slo`,
+        key: w.keys.aliceOrgA,
+        body: { objective: 0.99, window_days: 28 },
+      },
+    ],
+    naming: (w, id) => ({
+      url: `/v1/connections/${id}/slo`,
+      key: w.keys.alicePersonal,
+      body: { objective: 0.999, window_days: 30 },
+    }),
+  },
+  "GET /v1/connections/:id/slo": {
+    ok: (w) => [{ url: `/v1/connections/${w.conns.PA}/slo`, key: w.keys.alicePersonal }],
+    naming: (w, id) => ({ url: `/v1/connections/${id}/slo`, key: w.keys.alicePersonal }),
+  },
+  "DELETE /v1/connections/:id/slo": {
+    ok: (w) => [{ url: `/v1/connections/${w.conns.OA}/slo`, key: w.keys.aliceOrgA }],
+    naming: (w, id) => ({ url: `/v1/connections/${id}/slo`, key: w.keys.alicePersonal }),
+  },
   "PUT /v1/budget": {
     ok: (w) => [
       { url: "/v1/budget", key: w.keys.alicePersonal, body: { monthly_budget_usd: 1000 } },

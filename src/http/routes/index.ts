@@ -8,6 +8,7 @@ import { incidentRoutes } from "./incidents.js";
 import { ingestRoutes } from "./ingest.js";
 import { maintenanceRoutes } from "./maintenance.js";
 import { readRoutes } from "./read.js";
+import { sloRoutes } from "./slo.js";
 import { usageRoutes } from "./usage.js";
 import { webhookRoutes } from "./webhooks.js";
 
@@ -26,6 +27,7 @@ export const routes: readonly Route[] = [
   ...connectionRoutes,
   ...usageRoutes,
   ...budgetRoutes,
+  ...sloRoutes,
   ...ingestRoutes,
   ...readRoutes,
   ...incidentRoutes,
@@ -41,6 +43,7 @@ export const tags: Record<string, string> = {
   Connections: "The platforms Vigil watches: n8n instances, Make accounts and AI gateways.",
   Usage: "AI token usage and cost: record entries, read totals, and gateway heartbeats.",
   Budgets: "Spending limits per connection or account, with warnings at 50, 80 and 100 %.",
+  SLOs: "Service level objectives per connection: availability over 28, 30 or 90 days, the error budget left and how fast it burns.",
   Read: "The stored series: availability samples and summaries, executions, analytics.",
   Incidents: "Incidents and anomalies, their timelines, and acknowledgement.",
   Alerts: "The alert history: every notification sent, by kind and outcome.",
