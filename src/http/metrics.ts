@@ -7,7 +7,7 @@ import {
   METRICS_CONTENT_TYPE,
   metricsText,
 } from "../lib/metrics.js";
-import { ApiError, renderError } from "./errors.js";
+import { ApiError, renderError, unavailable } from "./errors.js";
 
 /**
  * Every answered request counted in `vigil_http_requests_total` and timed in
@@ -46,7 +46,15 @@ export function registerMetrics(app: FastifyInstance, ctx: AppContext): void {
         .header("WWW-Authenticate", 'Bearer realm="vigil-metrics"')
         .send(renderError("envelope", err));
     }
-    const text = await metricsText();
+    let text: string;
+    try {
+      text = await metricsText();
+    } catch (err) {
+      // a worker of --workers N whose primary did not answer: the scrape may be retried, it is no 500
+      req.log.warn({ err: (err as Error).message }, "metrics scrape failed");
+      const e = unavailable("The metrics could not be gathered; scrape again.");
+      return reply.code(503).header("Retry-After", 5).send(renderError("envelope", e));
+    }
     return reply.header("Cache-Control", "no-store").type(METRICS_CONTENT_TYPE).send(text);
   });
 }

@@ -6,17 +6,17 @@ import client from "prom-client";
  * Vigil's own metrics, in Prometheus's text format (docs/operations.md: "Watching Vigil itself").
  *
  * Every metric lives in prom-client's default registry, so the cluster aggregator of
- * `vigil serve --workers N` (src/metrics-server.ts) can sum the whole process group. Labels are
+ * `vigil serve --workers N` (src/cluster.ts, src/metrics-server.ts) can sum the whole process group. Labels are
  * bounded sets only: route templates, methods, status codes, store kinds, platform kinds, check
  * outcomes, job and channel names. No connection, account, user or key id is ever a label, so
- * the series count does not grow with the fleet (test/metrics/cardinality.test.ts).
+ * the series count does not grow with the fleet (test/metrics/metrics.test.ts).
  *
  * The features count through the helpers below; they never see prom-client.
  */
 
 const register = client.register;
 
-/** Seconds buckets for requests and store queries: 1 ms to 10 s. */
+/** Seconds buckets for store statements: 1 ms to 10 s. */
 const FAST = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10];
 
 export const httpRequests = new client.Counter({
@@ -175,7 +175,7 @@ export function watchOutboxes(source: () => Promise<{ channel: string; rows: num
 
 export const deliveries = new client.Counter({
   name: "vigil_deliveries_total",
-  help: "Notification delivery attempts, by channel (email, webhook, slack, teams, …) and outcome (delivered, retry, failed).",
+  help: "Notification delivery attempts, by channel (email, webhook, slack, teams, …) and outcome (delivered, retry, given_up).",
   labelNames: ["channel", "outcome"] as const,
 });
 

@@ -4,7 +4,7 @@ import t, { type Test } from "tap";
 import { PERMISSIONS } from "../../src/core/actor.js";
 import { createKey, createUser } from "../../src/identity/accounts.js";
 import { JobRunner } from "../../src/jobs/runner.js";
-import { processMetrics, watchOutboxes } from "../../src/lib/metrics.js";
+import { processMetrics, setMetricsSource, watchOutboxes } from "../../src/lib/metrics.js";
 import { DeliveryJob } from "../../src/notifications/delivery.js";
 import { pendingByChannel } from "../../src/notifications/repository.js";
 import { packageRoot } from "../../src/lib/paths.js";
@@ -91,6 +91,30 @@ t.test(
       "process_cpu_seconds_total",
     ])
       t.match(ok.body, new RegExp(`^# TYPE ${name} `, "m"), `${name} is exported`);
+  },
+);
+
+t.test(
+  "a scrape whose metrics cannot be gathered (a worker whose primary is silent): 503, not 500",
+  async (t: Test) => {
+    const ta = await testApp(t, { env: { METRICS_TOKEN: TOKEN } });
+    setMetricsSource(() => Promise.reject(new Error("the primary did not answer the metrics request")));
+    t.teardown(() => setMetricsSource(processMetrics));
+    const r = await ta.app.inject({
+      method: "GET",
+      url: "/metrics",
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    t.equal(r.statusCode, 503);
+    t.equal(r.headers["retry-after"], "5");
+    t.equal(r.json().error.code, "SERVICE_UNAVAILABLE");
+    setMetricsSource(processMetrics);
+    t.equal(
+      (await ta.app.inject({ method: "GET", url: "/metrics", headers: { authorization: `Bearer ${TOKEN}` } }))
+        .statusCode,
+      200,
+      "the next scrape answers",
+    );
   },
 );
 
