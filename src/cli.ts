@@ -1,13 +1,20 @@
 #!/usr/bin/env -S node --max-semi-space-size=32
 import { parseArgs } from "node:util";
-import { type Config, ConfigError, loadConfig } from "./config.js";
+import type { Config } from "./config.js";
 import cluster from "node:cluster";
-import { parseRoles, serve } from "./server.js";
-import { parseWorkers, servePrimary } from "./cluster.js";
-import { createLogger } from "./lib/logger.js";
-import { adminMain } from "./admin/cli.js";
-import { simMain } from "./sim/cli.js";
-import { migrateAll } from "./stores/index.js";
+import { startTracing } from "./lib/tracing.js";
+
+// Traces (OTEL_EXPORTER_OTLP_ENDPOINT; off by default) for `vigil serve` and its workers. The
+// SDK patches pg and node:http as they are first required, so it starts before the rest of the
+// CLI is imported: a static import would load them all before this line runs.
+const tracing = process.argv[2] === "serve" ? await startTracing() : undefined;
+const { ConfigError, loadConfig } = await import("./config.js");
+const { parseRoles, serve } = await import("./server.js");
+const { parseWorkers, servePrimary } = await import("./cluster.js");
+const { createLogger } = await import("./lib/logger.js");
+const { adminMain } = await import("./admin/cli.js");
+const { simMain } = await import("./sim/cli.js");
+const { migrateAll } = await import("./stores/index.js");
 
 const USAGE = `Usage: vigil <command> [options]
 
@@ -63,6 +70,9 @@ async function main(argv: string[]): Promise<void> {
         fail((err as Error).message, 2);
       }
       const log = createLogger(config.logLevel);
+      if (tracing?.on) log.info({ endpoint: tracing.endpoint }, "tracing on: spans exported by OTLP");
+      else if (tracing?.error) log.warn({ err: tracing.error }, `tracing off: ${tracing.reason}`);
+      else log.debug(`tracing off: ${tracing?.reason}`);
       if (cluster.isWorker) {
         const name = values.worker ?? `worker-${cluster.worker?.id ?? "?"}`;
         await serve(config, roles, log.child({ worker: name }), { worker: name });

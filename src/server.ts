@@ -11,6 +11,7 @@ import { DeliveryJob } from "./notifications/delivery.js";
 import { smtpMailer } from "./notifications/mailer.js";
 import { ProbeWorker } from "./probes/worker.js";
 import { createLogger } from "./lib/logger.js";
+import { stopTracing } from "./lib/tracing.js";
 import { metricsText, setMetricsSource, watchOutboxes } from "./lib/metrics.js";
 import { startMetricsListener } from "./metrics-server.js";
 import { askPrimaryForMetrics } from "./cluster.js";
@@ -93,6 +94,7 @@ export async function serve(
       await metricsListener?.close();
       await closeContext(ctx);
       await stores.close();
+      await stopTracing(); // the spans still buffered, up to 5 s; nothing when tracing is off
       log.info("shutdown complete");
     } catch (err) {
       log.error({ err }, "error during shutdown");
