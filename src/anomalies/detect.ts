@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { AppContext } from "../core/context.js";
 import { perApp } from "../core/context.js";
+import { traced } from "../lib/tracing.js";
 import { type IncidentTarget, openIncident, resolveIncident } from "../incidents/incidents.js";
 import type { Queryable } from "../stores/relational/types.js";
 import {
@@ -181,7 +182,20 @@ const freshState = (connectionId: string, metric: string): DetectorState => ({
   anomaly_id: null,
 });
 
-export async function detectAnomalies(ctx: AppContext): Promise<DetectorRun> {
+export const detectAnomalies = traced(
+  "vigil.anomalies.detect",
+  {
+    result: (run) => ({
+      "vigil.anomalies.steps": run.steps,
+      "vigil.anomalies.judged": run.judged,
+      "vigil.anomalies.opened": run.opened,
+      "vigil.anomalies.resolved": run.resolved,
+    }),
+  },
+  detect,
+);
+
+async function detect(ctx: AppContext): Promise<DetectorRun> {
   const db = ctx.stores.db;
   const at = ctx.now();
   const c = ctx.config.anomalies;

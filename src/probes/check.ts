@@ -1,6 +1,7 @@
 import type { Agent } from "undici";
 import type { AppContext } from "../core/context.js";
 import type { CredentialBox } from "../lib/credentials.js";
+import { traced } from "../lib/tracing.js";
 import type { Claimed } from "./claim.js";
 import { type CheckResult, runCheck } from "./platforms.js";
 import { SYNC_DEADLINE_MS, type SyncState, syncExecutions } from "./sync.js";
@@ -46,7 +47,19 @@ export function syncWindowMs(leaseMs: number): number {
  * at the next check; a pull that asked nothing (held off by the platform) leaves it null too, so
  * `last_sync_at` says when runs were last pulled.
  */
-export async function checkConnection(
+export const checkConnection = traced(
+  "vigil.probe.check",
+  {
+    attributes: (_ctx, _agent, c) => ({
+      "vigil.connection.id": c.id,
+      "vigil.connection.kind": c.service_type,
+    }),
+    result: ({ result }) => ({ "vigil.check.outcome": result.available ? "up" : (result.reason ?? "down") }),
+  },
+  check,
+);
+
+async function check(
   ctx: AppContext,
   agent: Agent,
   c: Claimed,

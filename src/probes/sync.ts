@@ -7,6 +7,7 @@ import { SYNC_BUDGET, type PlatformRun, type SyncBudget, type SyncState } from "
 import { syncWorkflowA } from "./workflow-a.js";
 import { syncWorkflowB, workflowBApi } from "./workflow-b.js";
 import { syncRequests, syncRuns } from "../lib/metrics.js";
+import { traced } from "../lib/tracing.js";
 
 export type { SyncState } from "./platform.js";
 
@@ -72,7 +73,23 @@ export interface SyncResult {
  * so a run that ends (running -> success) or resumes is updated in place, never duplicated.
  * While a platform's `Retry-After` runs, nothing is asked and `synced` is false.
  */
-export async function syncExecutions(
+export const syncExecutions = traced(
+  "vigil.probe.sync",
+  {
+    attributes: (_ctx, _agent, t) => ({
+      "vigil.connection.id": t.id,
+      "vigil.connection.kind": t.serviceType,
+    }),
+    result: (r) => ({
+      "vigil.sync.requests": r.requests,
+      "vigil.sync.runs_written": r.written,
+      ...(r.stoppedBy ? { "vigil.sync.stopped_by": r.stoppedBy } : {}),
+    }),
+  },
+  sync,
+);
+
+async function sync(
   ctx: AppContext,
   agent: Agent,
   t: SyncTarget,

@@ -4,11 +4,12 @@ import pg from "pg";
 import { sqlDir } from "../../lib/paths.js";
 import { isConnectionFailure } from "../errors.js";
 import { seriesCommitObserver, storeTimer, watchBacklog } from "../../lib/metrics.js";
+import { traced } from "../../lib/tracing.js";
 import { GroupCommit } from "./group-commit.js";
 import { groupCommitWrites, type WriteItem } from "./writes.js";
 import { IlpHttp, IlpRejectedError, type LineEncoder, lineEncoder } from "./ilp.js";
 import { expireQuestdbTable } from "./questdb-expire.js";
-import { toAggregateRow, toPage } from "./sql.js";
+import { commitSpan, toAggregateRow, toPage } from "./sql.js";
 import {
   afterClause,
   binSql,
@@ -144,7 +145,7 @@ export async function createQuestdbSeriesStore(opts: QuestdbOptions): Promise<Qu
     maxItems: 100_000,
     isDataError,
     observe: seriesCommitObserver("questdb"),
-    flush: async (items) => {
+    flush: traced("vigil.series.commit", commitSpan("questdb"), async (items) => {
       let text = "";
       for (const it of items) text += (encoders.get(it.table.name) as LineEncoder)(it.row);
       try {
@@ -156,7 +157,7 @@ export async function createQuestdbSeriesStore(opts: QuestdbOptions): Promise<Qu
           cause: err,
         });
       }
-    },
+    }),
   });
   watchBacklog("questdb", commit);
 

@@ -1,5 +1,6 @@
 import type { Queryable, RelationalStore } from "../relational/types.js";
 import { seriesCommitObserver, watchBacklog } from "../../lib/metrics.js";
+import { type SpanOptions, traced } from "../../lib/tracing.js";
 import { GroupCommit } from "./group-commit.js";
 import { groupCommitWrites, type WriteItem } from "./writes.js";
 import {
@@ -55,13 +56,22 @@ function isDataError(err: unknown): boolean {
   return typeof code === "string" && (code.startsWith("22") || code.startsWith("23"));
 }
 
+/**
+ * The span of one group commit (`vigil.series.commit`, both stores): a trace of its own, since
+ * one commit carries the rows of many requests; the store's kind and the rows it wrote.
+ */
+export const commitSpan = (store: string): SpanOptions<[WriteItem[]], void> => ({
+  root: true,
+  attributes: (items) => ({ "vigil.series.store": store, "vigil.series.rows": items.length }),
+});
+
 export function createSqlSeriesStore(db: RelationalStore): SeriesStore {
   const sqlByTable = new Map<string, string>();
   const commit = new GroupCommit<WriteItem>({
     maxInFlight: db.kind === "pglite" ? 1 : 2,
     isDataError,
     observe: seriesCommitObserver(db.kind),
-    flush: async (items) => {
+    flush: traced("vigil.series.commit", commitSpan(db.kind), async (items) => {
       const byTable = new Map<SeriesTable, WriteItem["row"][]>();
       for (const it of items) {
         const list = byTable.get(it.table) ?? [];
@@ -94,7 +104,7 @@ export function createSqlSeriesStore(db: RelationalStore): SeriesStore {
           cause: err,
         });
       }
-    },
+    }),
   });
   watchBacklog(db.kind, commit);
 
