@@ -41,7 +41,13 @@ export function alertOf(
     id: n.id,
     kind: n.kind,
     event: n.event ?? defaultEvent(n),
-    severity: SEVERITY[n.kind] ?? "info",
+    // an SLO burn that pages is critical; one worth a ticket is a warning (sent as a plain message)
+    severity:
+      n.kind === "slo_burn"
+        ? (n.event ?? defaultEvent(n)) === "trigger"
+          ? "critical"
+          : "warning"
+        : (SEVERITY[n.kind] ?? "info"),
     subject: n.subject,
     body: n.body,
     connectionId: n.connection_id,

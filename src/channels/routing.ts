@@ -28,11 +28,18 @@ import { type AlertEvent, PAGING_TYPES } from "./providers/types.js";
  */
 
 /** The kinds a routing rule names: the alert history's kinds (a recovery follows its failure's rule). */
-export const ROUTING_KINDS = ["failure", "missed_heartbeat", "anomaly", "budget_warning", "audit"] as const;
+export const ROUTING_KINDS = [
+  "failure",
+  "missed_heartbeat",
+  "anomaly",
+  "budget_warning",
+  "slo_burn",
+  "audit",
+] as const;
 export type RoutingKind = (typeof ROUTING_KINDS)[number];
 
 /** Alert kinds that routing decides (invitations go to their invitee only). */
-const ROUTED = new Set(["failure", "recovery", "anomaly", "budget_warning", "audit"]);
+const ROUTED = new Set(["failure", "recovery", "anomaly", "budget_warning", "slo_burn", "audit"]);
 
 export interface RoutedChannel {
   channel: ChannelRow;
@@ -53,6 +60,7 @@ const OPENING_KIND: Record<string, RoutingKind> = {
   missed_heartbeat: "missed_heartbeat",
   anomaly: "anomaly",
   budget: "budget_warning",
+  slo_burn: "slo_burn",
 };
 
 const matches = (r: RuleRow, kind: RoutingKind, connectionId: string | null, recovery: boolean) =>
@@ -63,7 +71,7 @@ const matches = (r: RuleRow, kind: RoutingKind, connectionId: string | null, rec
 export async function routeAlert(
   tx: Queryable,
   account: AlertAccount,
-  a: { kind: string; connectionId: string | null; incidentId: string | null },
+  a: { kind: string; connectionId: string | null; incidentId: string | null; event?: "info" },
 ): Promise<RoutePlan | null> {
   if (!ROUTED.has(a.kind)) return null;
   const emailOwners = await selectAlertEmail(tx, account);
@@ -85,7 +93,11 @@ export async function routeAlert(
     const ids = new Set(matched.flatMap((r) => r.channel_ids));
     chosen = channels.filter((c) => ids.has(c.id));
   }
-  const event: AlertEvent = recovery ? "resolve" : a.incidentId && kind !== "audit" ? "trigger" : "info";
+  const event: AlertEvent = recovery
+    ? "resolve"
+    : a.incidentId && kind !== "audit" && a.event !== "info"
+      ? "trigger"
+      : "info";
   if (recovery && a.incidentId) {
     // paging channels: exactly those its trigger reached (escalation channels included)
     const paged = new Set((await pagedChannels(tx, a.incidentId)).map((c) => c.id));

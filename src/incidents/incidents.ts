@@ -38,6 +38,7 @@ import {
   incidentStatus,
   insertOpenIncident,
   lockIncident,
+  lockOpenIncident,
   markAcknowledged,
   markResolved,
   type NotificationKind,
@@ -148,6 +149,24 @@ export async function resolveIncident(
     });
   else await notify(tx, target, row.id, r.at, mail, undefined, r.anomalyId);
   return row.id;
+}
+
+/**
+ * Tells everyone of a change of the connection's open incident of `kind` (an SLO burn that now
+ * pages): its alerts and `notified` event. Nothing when the incident is not open: once someone
+ * acknowledged it, nothing more is sent until it resolves (no reminders). Returns its id or null.
+ */
+export async function notifyOpenIncident(
+  tx: Queryable,
+  target: IncidentTarget,
+  kind: IncidentKind,
+  at: Date,
+  mail: MailText,
+): Promise<string | null> {
+  const id = await lockOpenIncident(tx, target.connectionId, kind);
+  if (!id) return null;
+  await notify(tx, target, id, at, mail);
+  return id;
 }
 
 /** Who acknowledged, as the timeline records it. */
@@ -318,6 +337,7 @@ async function notify(
     body: mail.body,
     at,
     dueAt,
+    ...(mail.event ? { pagingEvent: mail.event } : {}),
   });
   const owners = rows.filter((r) => r.channel === "email" && r.channelId === null).length;
   await appendEvent(tx, incidentId, at, "notified", {

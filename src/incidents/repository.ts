@@ -20,7 +20,7 @@ export {
 } from "../notifications/repository.js";
 export { pagedChannels as pagedChannelRows } from "../channels/repository.js";
 
-export const INCIDENT_KINDS = ["availability", "missed_heartbeat", "anomaly", "budget"] as const;
+export const INCIDENT_KINDS = ["availability", "missed_heartbeat", "anomaly", "budget", "slo_burn"] as const;
 export const INCIDENT_STATUSES = ["open", "acknowledged", "resolved"] as const;
 export type IncidentKind = (typeof INCIDENT_KINDS)[number];
 export type IncidentStatus = (typeof INCIDENT_STATUSES)[number];
@@ -244,6 +244,19 @@ export async function hasUnresolved(
     [connectionId, kind],
   );
   return r.rows[0]?.open ?? false;
+}
+
+/** The connection's open (not acknowledged, not resolved) incident of `kind`, locked; null when none. */
+export async function lockOpenIncident(
+  tx: Queryable,
+  connectionId: string,
+  kind: IncidentKind,
+): Promise<string | null> {
+  const r = await tx.query<{ id: string }>(
+    `SELECT id FROM incidents WHERE connection_id = $1 AND kind = $2 AND status = 'open' FOR UPDATE`,
+    [connectionId, kind],
+  );
+  return r.rows[0]?.id ?? null;
 }
 
 // --- the gateway's self-reported health, counted as its checks ---

@@ -13,6 +13,11 @@ export interface MailText {
   kind: NotificationKind;
   subject: string;
   body: string;
+  /**
+   * `info`: sent to paging channels as a plain message, not a trigger (an SLO burn worth a ticket,
+   * not a page). By default an incident's alert triggers.
+   */
+  event?: "info";
 }
 
 interface MailFacts {
@@ -47,6 +52,12 @@ const OPENING: Record<
     kind: "anomaly",
     subject: (name) => `[Vigil] anomaly on ${name}`,
     cause: (d) => `shows an anomaly: ${String(d.summary ?? "unusual behaviour")}.`,
+  },
+  slo_burn: {
+    kind: "slo_burn",
+    subject: (name) => `[Vigil] ${name} is burning its error budget`,
+    cause: (d) =>
+      `is spending its error budget too fast: ${String(d.summary ?? "burn rate above its alert threshold")}.`,
   },
   budget: {
     kind: "budget_warning",

@@ -1,6 +1,7 @@
 import { detectAnomalies } from "../anomalies/detect.js";
 import { SETTLE_MS } from "../anomalies/late.js";
 import { runBudgetChecks } from "../budgets/job.js";
+import { runSloBurnChecks } from "../slo/job.js";
 import { drainChannels } from "../channels/delivery.js";
 import { runEscalations } from "../channels/escalation.js";
 import type { AppContext } from "../core/context.js";
@@ -37,6 +38,7 @@ export function clusterJobs(delivery: DeliveryJob): Job[] {
     probeHousekeepingJob,
     oauthHousekeepingJob,
     budgetsJob,
+    sloBurnJob,
     anomalyDetectorJob,
   ];
 }
@@ -109,6 +111,18 @@ export const budgetsJob: Job = {
   intervalMs: 5 * 60_000,
   lock: JOB_LOCKS.budgets,
   run: (ctx) => runBudgetChecks(ctx),
+};
+
+/**
+ * SLO burn-rate alerts (src/slo/job.ts): every SLO's burn rates against the SRE workbook's
+ * multi-window conditions, the `slo_burn` incident opened and resolved; every minute, so a page
+ * condition (1 h and 5 m at 14.4×) is seen within a minute of holding.
+ */
+export const sloBurnJob: Job = {
+  name: "slo-burn",
+  intervalMs: 60_000,
+  lock: JOB_LOCKS.sloBurn,
+  run: (ctx) => runSloBurnChecks(ctx),
 };
 
 export const rollupsJob: Job = {

@@ -35,6 +35,7 @@ export const JOB_LOCKS = {
   probeHousekeeping: 0x76676c05,
   oauthHousekeeping: 0x76676c06,
   budgets: 0x76676c0b,
+  sloBurn: 0x76676c0c,
   anomalyDetector: 0x76676c07,
 } as const;
 

@@ -202,6 +202,11 @@ export const budgetEvaluations = new client.Counter({
   help: "Budgets evaluated against their month's spend.",
 });
 
+export const sloBurnEvaluations = new client.Counter({
+  name: "vigil_slo_burn_evaluations_total",
+  help: "SLOs whose burn rates the SLO job judged against the multi-window alert conditions.",
+});
+
 client.collectDefaultMetrics({ register });
 
 // A worker of `vigil serve --workers N` answers the primary's requests for its metrics (prom-client

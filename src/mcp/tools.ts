@@ -154,7 +154,7 @@ const anomalyOut = z.object({
 
 const alertOut = z.object({
   id: z.string(),
-  kind: z.string().describe("failure, recovery, audit, budget_warning, anomaly or invitation"),
+  kind: z.string().describe("failure, recovery, audit, budget_warning, anomaly, invitation or slo_burn"),
   connectionId: z.string().nullable().describe("null for an account audit or a deleted connection"),
   connectionName: z.string().nullable(),
   incident: z

@@ -8,7 +8,7 @@ export const ALERT_HISTORY_LIMIT = { min: 1, max: 100, default: 25 } as const;
 /** One alert Vigil sent about a connection: its rows of the notifications outbox (e-mails and webhooks), grouped. */
 export interface Alert {
   id: string;
-  /** `failure`, `recovery`, `audit`, `budget_warning` or `anomaly`. */
+  /** `failure`, `recovery`, `audit`, `budget_warning`, `anomaly` or `slo_burn`. */
   kind: string;
   /** Null for an account audit (an API key, a membership) or once the connection was deleted. */
   connectionId: string | null;

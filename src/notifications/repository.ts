@@ -26,7 +26,8 @@ export type NotificationKind =
   | "anomaly"
   | "invitation"
   | "acknowledged"
-  | "escalation";
+  | "escalation"
+  | "slo_burn";
 export const NOTIFICATION_KINDS = [
   "failure",
   "recovery",
@@ -36,6 +37,7 @@ export const NOTIFICATION_KINDS = [
   "invitation",
   "acknowledged",
   "escalation",
+  "slo_burn",
 ] as const;
 /** How a row goes out: e-mail, a signed webhook, or a channel type of /v1/channels. */
 export type Channel = ChannelType;
@@ -88,6 +90,8 @@ export interface NewNotifications {
   dueAt?: Date;
   /** Also one `webhook` row per webhook of the account (the default); false: the recipients only. */
   webhooks?: boolean;
+  /** `info`: paging channels get a plain message, not a trigger (src/channels/routing.ts). */
+  pagingEvent?: "info";
 }
 
 /** One row written to the outbox, as the incident's `notified` event counts them. */
@@ -124,6 +128,7 @@ export async function enqueueRouted(tx: Queryable, n: NewNotifications): Promise
           kind: n.kind,
           connectionId: n.connectionId ?? null,
           incidentId: n.incidentId ?? null,
+          ...(n.pagingEvent ? { event: n.pagingEvent } : {}),
         })
       : null;
   const owners = plan && !plan.emailOwners ? [] : n.recipients;
@@ -145,7 +150,7 @@ export async function enqueueRouted(tx: Queryable, n: NewNotifications): Promise
 }
 
 /** What a maintenance window silences: budget warnings are about money, not planned work. */
-const SILENCED_IN_MAINTENANCE = new Set<NotificationKind>(["failure", "anomaly", "escalation"]);
+const SILENCED_IN_MAINTENANCE = new Set<NotificationKind>(["failure", "anomaly", "escalation", "slo_burn"]);
 
 const accountRef = (a: Account): AlertAccount =>
   a.organizationId ? { scope: "organization", id: a.organizationId } : { scope: "user", id: a.userId };

@@ -1,10 +1,10 @@
-import { availabilityByDay, availabilityTotals } from "../availability/totals.js";
+import { availabilityByDay } from "../availability/totals.js";
 import { requireAccess } from "../connections/access.js";
 import type { Actor } from "../core/actor.js";
 import type { AppContext } from "../core/context.js";
 import { asManager } from "../identity/visibility.js";
 import { dayStart } from "../retention/rollups.js";
-import { availabilitySamples } from "../stores/series/tables.js";
+import { type BurnCounts, burnCounts, type BurnRates, burnRates } from "./burn.js";
 import { deleteSlo, selectSlo, type SloRow, upsertSlo } from "./repository.js";
 import type { SloBody } from "./schema.js";
 
@@ -21,16 +21,7 @@ import type { SloBody } from "./schema.js";
  */
 
 const MINUTE = 60_000;
-/** The burn-rate windows of the SRE workbook's multi-window alerts. */
-export const BURN_WINDOWS = {
-  "5m": 5 * MINUTE,
-  "30m": 30 * MINUTE,
-  "1h": 60 * MINUTE,
-  "6h": 360 * MINUTE,
-  "1d": 1440 * MINUTE,
-  "3d": 4320 * MINUTE,
-} as const;
-export type BurnWindow = keyof typeof BURN_WINDOWS;
+export { BURN_WINDOWS, type BurnWindow } from "./burn.js";
 
 export interface SloStatus {
   connection_id: string;
@@ -41,29 +32,10 @@ export interface SloStatus {
   updated_at: string | null;
   sli: { checks: number; failed: number; availability: number | null } | null;
   error_budget: { total: number; consumed: number; remaining: number } | null;
-  burn_rates: Record<BurnWindow, number | null> | null;
+  burn_rates: BurnRates | null;
 }
 
 const round = (x: number) => Math.round(x * 1e6) / 1e6;
-
-/** Checks and failures (maintenance left out) of one connection over [since, until) from raw samples. */
-async function rawCounts(ctx: AppContext, connectionId: string, since: Date, until: Date) {
-  const rows = await availabilityTotals(
-    ctx,
-    availabilitySamples,
-    { column: "connection_id", op: "eq", value: connectionId },
-    since,
-    until,
-    "all",
-  );
-  let checks = 0;
-  let available = 0;
-  for (const r of rows) {
-    checks += r.checks;
-    available += r.available;
-  }
-  return { checks, failed: checks - available };
-}
 
 /** The status of an SLO at `at`: the window's budget (rollups and raw samples) and every burn rate (raw samples). */
 export async function sloStatus(ctx: AppContext, slo: SloRow, at: Date): Promise<SloStatus> {
@@ -71,11 +43,9 @@ export async function sloStatus(ctx: AppContext, slo: SloRow, at: Date): Promise
   const windowStart = new Date(dayStart(at).getTime() - (slo.window_days - 1) * 1440 * MINUTE);
   const scope = { column: "connection_id", op: "eq" as const, value: slo.connection_id };
   await ctx.stores.series.waitVisible();
-  const [days, ...burns] = await Promise.all([
+  const [days, counts] = await Promise.all([
     availabilityByDay(ctx, scope, windowStart, at, "all"),
-    ...Object.values(BURN_WINDOWS).map((ms) =>
-      rawCounts(ctx, slo.connection_id, new Date(at.getTime() - ms), at),
-    ),
+    burnCounts(ctx, [slo.connection_id], at),
   ]);
   let checks = 0;
   let available = 0;
@@ -85,12 +55,7 @@ export async function sloStatus(ctx: AppContext, slo: SloRow, at: Date): Promise
   }
   const failed = checks - available;
   const consumed = checks > 0 ? failed / (allowed * checks) : 0;
-  const burnRates = Object.fromEntries(
-    Object.keys(BURN_WINDOWS).map((k, i) => {
-      const b = burns[i] as { checks: number; failed: number };
-      return [k, b.checks > 0 ? round(b.failed / b.checks / allowed) : null];
-    }),
-  ) as Record<BurnWindow, number | null>;
+  const rates = burnRates(counts.get(slo.connection_id) as BurnCounts, slo.objective);
   return {
     connection_id: slo.connection_id,
     objective: slo.objective,
@@ -100,7 +65,7 @@ export async function sloStatus(ctx: AppContext, slo: SloRow, at: Date): Promise
     updated_at: new Date(slo.updated_at).toISOString(),
     sli: { checks, failed, availability: checks > 0 ? round(available / checks) : null },
     error_budget: { total: 1, consumed: round(consumed), remaining: round(1 - consumed) },
-    burn_rates: burnRates,
+    burn_rates: rates,
   };
 }
 

@@ -10,7 +10,7 @@ import type { PendingNotification } from "../notifications/repository.js";
 export interface WebhookPayload {
   /** The notification's id: the same on every retry (also the `Vigil-Delivery` header). */
   id: string;
-  /** `failure`, `recovery`, `audit`, `budget_warning` or `anomaly`. */
+  /** `failure`, `recovery`, `audit`, `budget_warning`, `anomaly` or `slo_burn`. */
   kind: string;
   text: string;
   subject: string;

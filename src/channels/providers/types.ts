@@ -40,19 +40,22 @@ export interface ChannelAlert {
   /** The notification's id: the same on every retry (an idempotency key where the provider has one). */
   id: string;
   /**
-   * The notification's kind: `failure`, `recovery`, `anomaly`, `budget_warning`, `audit`,
-   * `acknowledged`, `escalation`, or `test` (a test send).
+   * The notification's kind: `failure`, `recovery`, `anomaly`, `budget_warning`, `slo_burn`,
+   * `audit`, `acknowledged`, `escalation`, or `test` (a test send).
    */
   kind: string;
   event: AlertEvent;
-  /** How loud: a failure or escalation is critical, an anomaly or budget warning a warning. */
+  /**
+   * How loud: a failure, an escalation or an SLO burn that pages is critical; an anomaly, a budget
+   * warning or an SLO burn worth a ticket a warning.
+   */
   severity: "critical" | "warning" | "info";
   subject: string;
   body: string;
   connectionId: string | null;
   connectionName: string | null;
   incidentId: string | null;
-  /** `availability`, `missed_heartbeat`, `anomaly`, `budget`; null without an incident. */
+  /** `availability`, `missed_heartbeat`, `anomaly`, `budget`, `slo_burn`; null without an incident. */
   incidentKind: string | null;
   createdAt: Date;
   /** Absolute links to the dashboard (PUBLIC_URL): the incident's page, the connection's page, the home page. */

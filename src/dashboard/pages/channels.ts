@@ -209,6 +209,7 @@ const KIND_WORDS: Record<string, string> = {
   missed_heartbeat: "Missed heartbeats",
   anomaly: "Anomalies",
   budget_warning: "Budget warnings",
+  slo_burn: "SLO burn rates (error budget spent too fast)",
   audit: "Audits (keys, memberships, credentials)",
 };
 

@@ -98,6 +98,7 @@ const KIND_WORDS: Record<string, string> = {
   missed_heartbeat: "missed heartbeat",
   anomaly: "anomaly",
   budget: "budget",
+  slo_burn: "SLO burn rate",
 };
 
 const MAIL_WORDS: Record<string, string> = {
@@ -108,6 +109,7 @@ const MAIL_WORDS: Record<string, string> = {
   anomaly: "anomaly",
   acknowledged: "acknowledgement",
   escalation: "escalation",
+  slo_burn: "SLO burn rate",
 };
 
 /** How the timeline names a delivery's channel type. */
