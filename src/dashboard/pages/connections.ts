@@ -35,6 +35,9 @@ import { updateConnection } from "../../connections/update.js";
 import { listExecutions } from "../../executions/list.js";
 import { listMyOrganizations } from "../../identity/organizations.js";
 import { listIncidents } from "../../incidents/list.js";
+import { type Burndown, type BurndownPoint, sloBurndown } from "../../slo/burndown.js";
+import { validateSloBody, WINDOW_DAYS } from "../../slo/schema.js";
+import { BURN_WINDOWS, getSlo, putSlo, removeSlo, type SloStatus } from "../../slo/slo.js";
 import { gatewayUsage } from "../../usage/gateway-usage.js";
 import { fieldErrors, type FormErrors, formOf, statusOfError } from "../forms.js";
 import { frameOf } from "../index.js";
@@ -44,7 +47,8 @@ import { dashboardActor } from "../session.js";
 /**
  * Connections (issue #15, point 4): the list with each connection's status, latest check and a
  * 90-day uptime bar; add, edit and delete forms; a connection's page with its response-time chart,
- * availability timeline, incidents, executions, gateway spend, budget and anomalies.
+ * availability timeline, its service level objective (error budget, burn rates, a burn-down chart
+ * and a form to set or remove it), incidents, executions, gateway spend, budget and anomalies.
  *
  * Every read and write is a core function REST uses (listConnections, createConnection,
  * updateConnection, deleteConnection, the read API's queries) with the signed-in user as the actor,
@@ -68,6 +72,8 @@ const NOTICES: Record<string, string> = {
   created: "The connection was created. Its first check runs within seconds.",
   updated: "The connection was updated.",
   deleted: "The connection was deleted.",
+  slo_set: "The service level objective was saved.",
+  slo_removed: "The service level objective was removed.",
 };
 
 export const KIND_WORDS: Record<ServiceType, string> = {
@@ -532,16 +538,18 @@ export async function registerConnectionPages(scope: FastifyInstance, ctx: AppCo
   );
 
   // ---- one connection --------------------------------------------------------------------
-  scope.get<{ Params: { id: string } }>("/connections/:id", async (req, reply) => {
+  /** The connection's page; `slo` carries the SLO form as sent and its errors after a refused post. */
+  const detailPage = async (
+    req: FastifyRequest,
+    reply: FastifyReply,
+    c: ListedConnection,
+    opts: { range?: TimelineRange; notice?: string | null; slo?: SloFormState; status?: number } = {},
+  ) => {
     const actor = dashboardActor(req);
-    const raw = (req.query ?? {}) as Q;
-    const range = (raw.range ?? "24h") as TimelineRange;
-    if (!TIMELINE_RANGES.includes(range))
-      throw invalidInput("range", `must be one of ${TIMELINE_RANGES.join(", ")}`);
-    const c = await connectionOf(ctx, actor, req.params.id);
+    const range = opts.range ?? "24h";
     const workflow = c.service_type === "workflow_a" || c.service_type === "workflow_b";
     const gateway = c.service_type === "gateway";
-    const [timeline, incidents, anomalies, budget, executions, usage, latest] = await Promise.all([
+    const [timeline, incidents, anomalies, budget, executions, usage, latest, slo] = await Promise.all([
       availabilityTimeline(ctx, actor, c.id, range),
       listIncidents(ctx, actor, { connectionId: c.id, limit: 20 }),
       listAnomalies(ctx, actor, { connectionId: c.id, limit: 10 }),
@@ -551,32 +559,187 @@ export async function registerConnectionPages(scope: FastifyInstance, ctx: AppCo
         : Promise.resolve(null),
       gateway ? gatewayUsage(ctx, actor, { connectionId: c.id, period: "month" }) : Promise.resolve(null),
       latestChecks(ctx, actor, [c.id]),
+      sloPanel(ctx, actor, c.id),
     ]);
     const last = latest.get(c.id) ?? null;
-    const notice = NOTICES[String(raw.notice ?? "")] ?? null;
-    return page(reply, "connections/detail", {
-      frame: frameOf(req, reply, notice),
-      charts: true,
-      c,
-      kindWords: KIND_WORDS[c.service_type as ServiceType] ?? c.service_type,
-      workflow,
-      gateway,
-      range,
-      ranges: TIMELINE_RANGES,
-      timeline: timelineView(timeline),
-      chartJson: chartJson(timeline),
-      last: last ? { at: last.at.toISOString(), up: last.available, ms: last.responseTimeMs } : null,
-      openIncidents: incidents.rows.filter((i) => i.status !== "resolved"),
-      recentIncidents: incidents.rows.filter((i) => i.status === "resolved").slice(0, 10),
-      anomalies: anomalies.rows,
-      budget,
-      executions: executions?.rows ?? null,
-      usage,
-      usd: (v: number) =>
-        `$${v.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: v < 1 && v > 0 ? 4 : 2 })}`,
-      int,
-    });
+    return page(
+      reply,
+      "connections/detail",
+      {
+        frame: frameOf(req, reply, opts.notice ?? null),
+        charts: true,
+        c,
+        kindWords: KIND_WORDS[c.service_type as ServiceType] ?? c.service_type,
+        workflow,
+        gateway,
+        range,
+        ranges: TIMELINE_RANGES,
+        timeline: timelineView(timeline),
+        chartJson: chartJson(timeline),
+        last: last ? { at: last.at.toISOString(), up: last.available, ms: last.responseTimeMs } : null,
+        openIncidents: incidents.rows.filter((i) => i.status !== "resolved"),
+        recentIncidents: incidents.rows.filter((i) => i.status === "resolved").slice(0, 10),
+        anomalies: anomalies.rows,
+        budget,
+        executions: executions?.rows ?? null,
+        usage,
+        slo: {
+          ...slo,
+          form: opts.slo?.form ?? slo.form,
+          errors: opts.slo?.errors ?? emptyErrors(),
+          windows: WINDOW_DAYS.map((d) => [String(d), `${d} days`]),
+        },
+        usd: (v: number) =>
+          `$${v.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: v < 1 && v > 0 ? 4 : 2 })}`,
+        int,
+      },
+      opts.status ?? 200,
+    );
+  };
+
+  scope.get<{ Params: { id: string } }>("/connections/:id", async (req, reply) => {
+    const raw = (req.query ?? {}) as Q;
+    const range = (raw.range ?? "24h") as TimelineRange;
+    if (!TIMELINE_RANGES.includes(range))
+      throw invalidInput("range", `must be one of ${TIMELINE_RANGES.join(", ")}`);
+    const c = await connectionOf(ctx, dashboardActor(req), req.params.id);
+    return detailPage(req, reply, c, { range, notice: NOTICES[String(raw.notice ?? "")] ?? null });
   });
+
+  // ---- its SLO: PUT and DELETE /v1/connections/{id}/slo from a form ----------------------
+  scope.post<{ Params: { id: string } }>(
+    "/connections/:id/slo",
+    { preHandler: scope.csrfProtection },
+    async (req, reply) => {
+      const actor = dashboardActor(req);
+      const c = await connectionOf(ctx, actor, req.params.id);
+      const f = formOf(req);
+      const form = {
+        objective: (f.objective ?? "").slice(0, 50),
+        window_days: (f.window_days ?? "").slice(0, 10),
+      };
+      try {
+        // the REST body's parser, so a bad field gets the API's words (a percentage is named as one)
+        const input: Record<string, unknown> = {};
+        for (const k of ["objective", "window_days"] as const) {
+          const v = num(form[k]);
+          if (v !== undefined) input[k] = v;
+        }
+        await putSlo(ctx, actor, c.id, validateSloBody(input));
+      } catch (err) {
+        const status = err instanceof ServiceError ? statusOfError(err) : 400;
+        return detailPage(req, reply, c, { slo: { form, errors: fieldErrors(err) }, status });
+      }
+      return reply.code(303).header("location", `/connections/${c.id}?notice=slo_set#slo-h`).send();
+    },
+  );
+
+  scope.post<{ Params: { id: string } }>(
+    "/connections/:id/slo/delete",
+    { preHandler: scope.csrfProtection },
+    async (req, reply) => {
+      const actor = dashboardActor(req);
+      const c = await connectionOf(ctx, actor, req.params.id);
+      try {
+        // removing one that is not set is no error, as DELETE answers
+        await removeSlo(ctx, actor, c.id);
+      } catch (err) {
+        const status = err instanceof ServiceError ? statusOfError(err) : 400;
+        return detailPage(req, reply, c, { slo: { errors: fieldErrors(err) }, status });
+      }
+      return reply.code(303).header("location", `/connections/${c.id}?notice=slo_removed#slo-h`).send();
+    },
+  );
+}
+
+/** The SLO form as typed (strings) and the errors of a refused post. */
+interface SloFormState {
+  form?: { objective: string; window_days: string };
+  errors: FormErrors;
+}
+
+/** A fraction as a percent with at most `digits` decimals: 0.999 → "99.9", -3.147465 → "-314.75". */
+const percent = (x: number, digits: number) => String(Number((x * 100).toFixed(digits)));
+
+/**
+ * The SLO panel of a connection's page: GET /v1/connections/{id}/slo's answer (getSlo, so the
+ * REST visibility rules hold) in words, and the burn-down of slo/burndown.ts read at the same
+ * moment. Every value is a number or a date: the chart is built here, the template escapes the rest.
+ */
+async function sloPanel(ctx: AppContext, actor: Actor, connectionId: string) {
+  const status = await getSlo(ctx, actor, connectionId);
+  if (status.objective === null || status.window_days === null || !status.error_budget)
+    return { set: false as const, form: { objective: "0.999", window_days: "30" } };
+  const burndown = await sloBurndown(
+    ctx,
+    { connection_id: connectionId, objective: status.objective, window_days: status.window_days },
+    ctx.now(),
+  );
+  const remaining = status.error_budget.remaining;
+  return {
+    set: true as const,
+    form: { objective: String(status.objective), window_days: String(status.window_days) },
+    objective: status.objective,
+    objectivePercent: percent(status.objective, 5),
+    windowDays: status.window_days,
+    windowStart: (status.window_start ?? "").slice(0, 10),
+    remaining,
+    remainingPercent: percent(remaining, 2),
+    overspent: remaining < 0,
+    sli: sliView(status),
+    burnRates: (Object.keys(BURN_WINDOWS) as (keyof typeof BURN_WINDOWS)[]).map((w) => {
+      const rate = status.burn_rates?.[w] ?? null;
+      return { window: w, rate, words: rate === null ? "no checks" : String(Number(rate.toFixed(2))) };
+    }),
+    chart: burndownSvg(burndown),
+    points: burndown.points.length,
+    // the chart's scale: 100 % at the top, 0 % or the lowest point (overspent) at the bottom
+    scaleBottom: percent(Math.min(0, ...burndown.points.map((p) => p.remaining)), 2),
+    rows: burndown.points
+      .filter((p) => p.checks > 0)
+      .reverse()
+      .map((p) => ({
+        day: p.day,
+        checks: int(p.checks),
+        failed: int(p.failed),
+        remaining: `${percent(p.remaining, 2)}%`,
+      })),
+  };
+}
+
+function sliView(status: SloStatus) {
+  const sli = status.sli;
+  if (!sli || sli.availability === null) return null;
+  return { percent: percent(sli.availability, 4), checks: int(sli.checks), failed: int(sli.failed) };
+}
+
+/**
+ * The burn-down as an inline SVG built here (every value a number or an ISO day, nothing to
+ * escape; presentation attributes and `currentColor`, as the CSP allows no inline style): one
+ * circle per UTC day of the window with its figures as a tooltip, joined by a line, and a dashed
+ * line at 0 (the budget spent). The vertical scale runs from 100 % down to 0 % or to the lowest
+ * point when the budget is overspent. The page's table has the same numbers.
+ */
+function burndownSvg(b: Burndown): string {
+  const W = 800;
+  const H = 160;
+  const PAD = 6;
+  const top = 1;
+  const bottom = Math.min(0, ...b.points.map((p) => p.remaining));
+  const n = b.points.length;
+  const x = (i: number) => (n === 1 ? W / 2 : PAD + (i * (W - 2 * PAD)) / (n - 1));
+  const y = (v: number) => PAD + ((top - v) / (top - bottom)) * (H - 2 * PAD);
+  const f = (v: number) => v.toFixed(1);
+  const title = (p: BurndownPoint) =>
+    `${p.day}: ${percent(p.remaining, 2)}% of the budget left${p.checks ? ` (${int(p.failed)} failed of ${int(p.checks)} checks that day)` : " (no checks that day)"}`;
+  const zero = y(0);
+  let svg = `<svg class="burndown" viewBox="0 0 ${W} ${H}" width="100%" role="img" aria-labelledby="slo-chart-caption" focusable="false">`;
+  svg += `<line x1="0" x2="${W}" y1="${f(zero)}" y2="${f(zero)}" stroke="currentColor" stroke-opacity="0.45" stroke-dasharray="6 4"/>`;
+  svg += `<polyline fill="none" stroke="currentColor" stroke-width="2" points="${b.points.map((p, i) => `${f(x(i))},${f(y(p.remaining))}`).join(" ")}"/>`;
+  b.points.forEach((p, i) => {
+    svg += `<circle data-day="${p.day}" data-remaining="${p.remaining}" cx="${f(x(i))}" cy="${f(y(p.remaining))}" r="3.5" fill="${p.remaining < 0 ? "none" : "currentColor"}" stroke="currentColor"><title>${title(p)}</title></circle>`;
+  });
+  return `${svg}</svg>`;
 }
 
 const RANGE_WORDS: Record<TimelineRange, string> = {
