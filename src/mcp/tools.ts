@@ -13,10 +13,12 @@ import { gatewayUsage, USAGE_PERIODS } from "../usage/gateway-usage.js";
 import { connectionPlans } from "../retention/policy.js";
 import { intervalSeconds } from "../probes/schedule.js";
 import { HEARTBEAT_INTERVAL_SECONDS } from "../probes/heartbeats.js";
+import { BURN_WINDOWS, judgeBurn } from "../slo/burn.js";
+import { getSlo } from "../slo/slo.js";
 import { missingPermission, toolError } from "./errors.js";
 
 /**
- * The read-only tool server's six tools (spec: Tool server). Each is one declaration: name,
+ * The read-only tool server's tools: the spec's six (spec: Tool server) and get_slo_status. Each is one declaration: name,
  * description, the permission it needs, input and output schemas (zod; the SDK validates both
  * and publishes them as JSON Schema), and `run`, which calls the same transport-free query as
  * the REST route with the signed-in user as the actor and shapes a camelCase result. Results go
@@ -378,6 +380,78 @@ export const TOOLS = [
     output: z.object({ alerts: z.array(alertOut), hasMore: z.boolean() }),
     run: (ctx, actor, a) => alertHistory(ctx, actor, { limit: a.limit }),
   }),
+  defineTool({
+    name: "get_slo_status",
+    title: "SLO status and error budget",
+    description:
+      "The service level objective of one connection and how it stands: the objective (e.g. 0.999) over a " +
+      "window of 28, 30 or 90 UTC days, the SLI (checks, failed, availability), the error budget (total 1; " +
+      "consumed and remaining as fractions of it, remaining below 0 once the objective is missed), burn rates " +
+      "over 5m, 30m, 1h, 6h, 1d and 3d (1 spends the budget exactly over the window; null without checks), " +
+      "and which burn-rate alert condition holds now (page or ticket, as the SRE workbook's multi-window " +
+      "alerts), if any. Use it to answer 'are we burning our error budget too fast?' or 'how much budget " +
+      "is left for X?'. Without an SLO, objective and every figure are null. Figures equal REST GET " +
+      "/v1/connections/{id}/slo.",
+    permission: "connections:read",
+    input: z.strictObject({
+      connection_id: connectionId.describe("The connection's id (from list_connections)"),
+    }),
+    output: z.object({
+      connectionId: z.string(),
+      objective: z.number().nullable().describe("Share of checks that must succeed; null: no SLO set"),
+      windowDays: z.number().int().nullable(),
+      windowStart: iso.nullable(),
+      sli: z
+        .object({
+          checks: z.number().int(),
+          failed: z.number().int(),
+          availability: z.number().nullable(),
+        })
+        .nullable(),
+      errorBudget: z
+        .object({ total: z.number(), consumed: z.number(), remaining: z.number() })
+        .nullable()
+        .describe("total 1 is the window's allowed failures; consumed and remaining are fractions of it"),
+      burnRates: z
+        .object(Object.fromEntries(Object.keys(BURN_WINDOWS).map((w) => [w, z.number().nullable()])))
+        .nullable()
+        .describe("Per trailing window: failed share of its checks / (1 - objective); null without checks"),
+      alert: z
+        .object({
+          severity: z.enum(["page", "ticket"]),
+          longWindow: z.string(),
+          shortWindow: z.string(),
+          threshold: z.number(),
+        })
+        .nullable()
+        .describe("The most severe burn-rate alert condition that holds now, or null"),
+    }),
+    run: async (ctx, actor, a) => {
+      const s = await getSlo(ctx, actor, a.connection_id);
+      const v =
+        s.burn_rates && s.objective !== null && s.window_days !== null
+          ? judgeBurn(s.burn_rates, s.window_days, s.objective)
+          : null;
+      return {
+        connectionId: s.connection_id,
+        objective: s.objective,
+        windowDays: s.window_days,
+        windowStart: s.window_start,
+        sli: s.sli,
+        errorBudget: s.error_budget,
+        burnRates: s.burn_rates,
+        alert:
+          v?.severity && v.alert && v.threshold !== null
+            ? {
+                severity: v.severity,
+                longWindow: v.alert.long,
+                shortWindow: v.alert.short,
+                threshold: v.threshold,
+              }
+            : null,
+      };
+    },
+  }),
 ];
 
 export const TOOL_NAMES = TOOLS.map((t) => t.name);
@@ -395,7 +469,7 @@ const ok = (structured: Record<string, unknown>): CallToolResult => ({
   structuredContent: structured,
 });
 
-/** Registers the six tools on a server that acts for `actor`. */
+/** Registers the tools on a server that acts for `actor`. */
 export function registerTools(
   server: McpServer,
   ctx: AppContext,

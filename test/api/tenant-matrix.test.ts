@@ -853,6 +853,7 @@ t.test("tenant matrix: every REST route, every caller, every tenant", async (t) 
     { name: "get_gateway_usage", perConnection: true },
     { name: "list_anomalies", perConnection: false, coverage: true },
     { name: "get_alert_history", perConnection: false, coverage: true },
+    { name: "get_slo_status", perConnection: true },
   ];
   t.same(
     [...new Set(tools.map((x) => x.name))].sort(),

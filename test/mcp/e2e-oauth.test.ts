@@ -141,6 +141,7 @@ t.test("the SDK's own client signs in with OAuth and calls the tools", async (t)
     "get_alert_history",
     "get_connection_health",
     "get_gateway_usage",
+    "get_slo_status",
     "list_anomalies",
     "list_connections",
     "list_recent_executions",

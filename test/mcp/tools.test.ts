@@ -14,10 +14,11 @@ const NAMES = [
   "get_gateway_usage",
   "list_anomalies",
   "get_alert_history",
+  "get_slo_status",
 ];
 const NOT_ACCESSIBLE = /^Connection \S+ was not found or is not accessible to you\./;
 
-t.test("the six tools: schemas, results, bounds, visibility", async (t) => {
+t.test("the tools: schemas, results, bounds, visibility", async (t) => {
   const ta = await testApp(t);
   const w = await seedTenants(ta);
   const { PA, OA, OB, PB, PC } = w.conns;
@@ -31,7 +32,7 @@ t.test("the six tools: schemas, results, bounds, visibility", async (t) => {
 
   t.test("tools/list: exactly the spec's tools, read-only, with input and output schemas", async (t) => {
     const { tools } = await asAlice.listTools();
-    t.same(tools.map((x) => x.name).sort(), [...NAMES].sort());
+    t.same(tools.map((x) => x.name).sort(), [...NAMES].sort(), "the spec's six and get_slo_status");
     const by = new Map<string, Tool>(tools.map((x) => [x.name, x]));
     for (const tool of tools) {
       t.equal(tool.annotations?.readOnlyHint, true, `${tool.name} is read-only`);
@@ -387,6 +388,66 @@ t.test("the six tools: schemas, results, bounds, visibility", async (t) => {
       resolved.anomalies.map((a) => a.id),
       [a2],
     );
+  });
+
+  t.test("get_slo_status: the figures REST answers, and the alert condition that holds", async (t) => {
+    const key = w.keys.alicePersonal;
+    const none = await callOk<Record<string, unknown>>(t, asAlice, "get_slo_status", { connection_id: PA });
+    t.match(none, { connectionId: PA, objective: null, errorBudget: null, burnRates: null, alert: null });
+    // the last hour: a check a minute, the last 10 failed (10 of 60: 16.7x at 99 %, 5 m at 100x)
+    const at = Math.floor(Date.now() / 60_000) * 60_000;
+    await series.append(
+      availabilitySamples,
+      Array.from({ length: 60 }, (_, k) => ({
+        ts: new Date(at - (60 - k) * 60_000 + 1000),
+        connection_id: PA,
+        available: k < 50,
+        response_time_ms: k < 50 ? 90 : null,
+        status_code: k < 50 ? 200 : 503,
+        reason: k < 50 ? null : "http_status",
+        error: null,
+        synthetic: false,
+        source: "probe",
+      })),
+    );
+    await series.waitVisible();
+    const put = await call(ta.app, key, "PUT", `/v1/connections/${PA}/slo`, {
+      objective: 0.99,
+      window_days: 30,
+    });
+    t.equal(put.statusCode, 200);
+    const s = await callOk<Record<string, unknown>>(t, asAlice, "get_slo_status", { connection_id: PA });
+    const rest = (await call(ta.app, key, "GET", `/v1/connections/${PA}/slo`)).json() as Record<
+      string,
+      unknown
+    >;
+    t.same(
+      {
+        objective: s.objective,
+        windowDays: s.windowDays,
+        errorBudget: s.errorBudget,
+        burnRates: s.burnRates,
+      },
+      {
+        objective: rest.objective,
+        windowDays: rest.window_days,
+        errorBudget: rest.error_budget,
+        burnRates: rest.burn_rates,
+      },
+      "the same figures as GET /v1/connections/{id}/slo",
+    );
+    t.match(
+      s.alert,
+      { severity: "page", longWindow: "1h", shortWindow: "5m", threshold: 14.4 },
+      "a fast burn: the page condition holds",
+    );
+    t.match(
+      await callError(asDave, "get_slo_status", { connection_id: PA }),
+      NOT_ACCESSIBLE,
+      "another user's personal connection is not accessible",
+    );
+    t.match(await callError(asAlice, "get_slo_status", {}), /connection_id is required/);
+    await call(ta.app, key, "DELETE", `/v1/connections/${PA}/slo`);
   });
 
   t.test("get_alert_history", async (t) => {
