@@ -181,7 +181,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
            SELECT dateadd('m', ((x - 1) / ${nConn})::int, '${dayStart}'::timestamp) AS ts,
                   '${ID_PREFIX}' || lpad(((x - 1) % ${nConn})::string, 12, '0') AS connection_id,
                   rnd_double() > 0.01 AS available, 20 + rnd_double() * 200 AS response_time_ms,
-                  200L AS status_code, null AS reason, null AS error, false AS synthetic, 'probe' AS source
+                  200L AS status_code, null AS reason, null AS error, false AS synthetic, 'probe' AS source, false AS maintenance
              FROM long_sequence(${nConn * 1440})`,
         );
         process.stderr.write(`\r  day ${d + 1}/${days}`);
