@@ -334,7 +334,7 @@ t.test("/v1/alerts: cursor pages, kind and connection_id filters, tenant isolati
       "/v1/alerts?kind=reminder",
       400,
       "VALIDATION_ERROR",
-      /^query\.kind: must be one of failure, recovery, audit, budget_warning, anomaly, invitation, acknowledged, escalation$/,
+      /^query\.kind: must be one of failure, recovery, audit, budget_warning, anomaly, invitation, acknowledged, escalation, slo_burn$/,
     ],
     [
       alice,

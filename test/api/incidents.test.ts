@@ -266,7 +266,7 @@ t.test("status and kind filters, paging, and bad input", async (t) => {
       "/v1/incidents?kind=outage",
       undefined,
       400,
-      /^query\.kind: must be one of availability, missed_heartbeat, anomaly, budget$/,
+      /^query\.kind: must be one of availability, missed_heartbeat, anomaly, budget, slo_burn$/,
     ],
     ["GET", "/v1/incidents?status=", undefined, 400, /^query\.status: must be one of/],
     ["GET", "/v1/incidents/not-an-id", undefined, 400, /^params\.id: must be an incident id \(a UUID\)$/],
