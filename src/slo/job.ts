@@ -20,6 +20,7 @@ import {
 import {
   lockSloBurn,
   recordBurn,
+  recordEvaluated,
   selectOrphanBurnIncidents,
   selectSlosForBurn,
   type SloBurnRow,
@@ -194,13 +195,21 @@ export async function runSloBurnChecks(ctx: AppContext, limits = SLO_BURN_LIMITS
       chunk.map((s) => s.connection_id),
       at,
     );
+    const unchanged: string[] = [];
     for (const slo of chunk) {
       const c = counts.get(slo.connection_id);
       if (!c) continue;
-      await applyBurn(ctx, slo, c, at, run);
       run.evaluated++;
       sloBurnEvaluations.inc();
+      // the steady state (the same severity as last time, nothing to open, raise or resolve):
+      // one statement for the whole chunk instead of a transaction per SLO
+      if (
+        judgeBurn(burnRates(c, slo.objective), slo.window_days, slo.objective).severity === slo.burn_severity
+      )
+        unchanged.push(slo.connection_id);
+      else await applyBurn(ctx, slo, c, at, run);
     }
+    if (unchanged.length) await recordEvaluated(ctx.stores.db, unchanged, at);
   }
   for (const o of await selectOrphanBurnIncidents(ctx.stores.db, limits.sweep)) {
     const resolved = await ctx.stores.db.transaction((tx) =>

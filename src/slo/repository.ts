@@ -87,6 +87,18 @@ export async function recordBurn(
   );
 }
 
+/** Records when SLOs whose severity did not change were evaluated (one statement). */
+export async function recordEvaluated(
+  db: Queryable,
+  connectionIds: readonly string[],
+  at: Date,
+): Promise<void> {
+  await db.query("UPDATE connection_slos SET burn_evaluated_at = $2 WHERE connection_id = ANY($1::text[])", [
+    [...connectionIds],
+    at.toISOString(),
+  ]);
+}
+
 /** Unresolved `slo_burn` incidents of connections that no longer have an SLO (removed). */
 export async function selectOrphanBurnIncidents(
   db: Queryable,
