@@ -26,6 +26,7 @@ import type { SeriesStore } from "../src/stores/series/types.js";
 import { StoreSupervisor } from "../src/stores/supervisor.js";
 import { listenerPid, ownCpuSeconds, processCpuSeconds } from "./lib/cpu.js";
 import { positiveInt, throwawayDatabase } from "./lib/postgres.js";
+import { dropPrefixed, seedAvailabilitySamples } from "./lib/questdb.js";
 import { fmt, table } from "./lib/report.js";
 
 const MINUTE = 60_000;
@@ -161,12 +162,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
       const qdb = config.questdb;
       seriesName = "QuestDB";
       const pool = questdbPool(qdb.pgUrl, 1);
-      const dropOurs = async () => {
-        for (const r of (
-          await pool.query("SELECT table_name FROM tables() WHERE table_name LIKE $1", [`${PREFIX}%`])
-        ).rows as { table_name: string }[])
-          await pool.query(`DROP TABLE IF EXISTS ${r.table_name}`);
-      };
+      const dropOurs = () => dropPrefixed(pool, PREFIX);
       await dropOurs();
       await applyQuestdbSchema(pool, PREFIX);
       cleanups.push(async () => {
@@ -174,18 +170,14 @@ export async function run(config: Config, args: string[]): Promise<void> {
         await pool.end();
       });
       say(`seeding QuestDB: ${fmt(rows)} availability samples (${nConn} connections x ${days} days x 1,440)`);
-      for (let d = 0; d < days; d++) {
-        const dayStart = new Date(start + d * DAY).toISOString();
-        await pool.query(
-          `INSERT INTO ${PREFIX}availability_samples
-           SELECT dateadd('m', ((x - 1) / ${nConn})::int, '${dayStart}'::timestamp) AS ts,
-                  '${ID_PREFIX}' || lpad(((x - 1) % ${nConn})::string, 12, '0') AS connection_id,
-                  rnd_double() > 0.01 AS available, 20 + rnd_double() * 200 AS response_time_ms,
-                  200L AS status_code, null AS reason, null AS error, false AS synthetic, 'probe' AS source, false AS maintenance
-             FROM long_sequence(${nConn * 1440})`,
-        );
-        process.stderr.write(`\r  day ${d + 1}/${days}`);
-      }
+      await seedAvailabilitySamples(pool, {
+        prefix: PREFIX,
+        start,
+        days,
+        connections: nConn,
+        everyMinutes: 1,
+        idOf: (i) => `'${ID_PREFIX}' || lpad(${i}::string, 12, '0')`,
+      });
       series = await createQuestdbSeriesStore({
         httpUrl: qdb.httpUrl,
         pgUrl: qdb.pgUrl,

@@ -19,7 +19,7 @@ import { applyQuestdbSchema, createQuestdbSeriesStore, questdbPool } from "../sr
 import { createSqlSeriesStore } from "../src/stores/series/sql.js";
 import type { SeriesStore } from "../src/stores/series/types.js";
 import { StoreSupervisor } from "../src/stores/supervisor.js";
-import { benchQuestdb } from "./lib/questdb.js";
+import { benchQuestdb, dropPrefixed, seedAvailabilitySamples } from "./lib/questdb.js";
 import { positiveInt, throwawayDatabase } from "./lib/postgres.js";
 import { fmt, table } from "./lib/report.js";
 
@@ -145,12 +145,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
 
     // QuestDB: 43.2 M rows generated on the server, in time order
     const pool = questdbPool(qdb.pgUrl, 1);
-    const dropAll = async () => {
-      for (const r of (
-        await pool.query("SELECT table_name FROM tables() WHERE table_name LIKE $1", [`${PREFIX}%`])
-      ).rows as { table_name: string }[])
-        await pool.query(`DROP TABLE IF EXISTS ${r.table_name}`);
-    };
+    const dropAll = () => dropPrefixed(pool, PREFIX);
     // --reuse (while developing): the stored samples are kept when they are as many as this run
     // would seed and end less than 6 hours ago (the run then reads them where they are); the
     // rollups are always redone, as PostgreSQL is new every run. A final figure seeds afresh.
@@ -186,19 +181,15 @@ export async function run(config: Config, args: string[]): Promise<void> {
       say(
         `seeding QuestDB: ${fmt(rows)} availability samples (${nConn} connections x ${days} days x ${perDay})`,
       );
-    const perChunk = nConn * perDay; // one day per statement, so progress shows
-    for (let d = 0; d < days && !reused; d++) {
-      const dayStart = new Date(start + d * DAY).toISOString();
-      await pool.query(
-        `INSERT INTO ${PREFIX}availability_samples
-         SELECT dateadd('m', ((x - 1) / ${nConn})::int * ${every}, '${dayStart}'::timestamp) AS ts,
-                'bconn_' || ((x - 1) % ${nConn}) AS connection_id,
-                rnd_double() > 0.01 AS available, 20 + rnd_double() * 200 AS response_time_ms,
-                200L AS status_code, null AS reason, null AS error, false AS synthetic, 'probe' AS source, false AS maintenance
-           FROM long_sequence(${perChunk})`,
-      );
-      process.stderr.write(`\r  day ${d + 1}/${days}`);
-    }
+    if (!reused)
+      await seedAvailabilitySamples(pool, {
+        prefix: PREFIX,
+        start,
+        days,
+        connections: nConn,
+        everyMinutes: every,
+        idOf: (i) => `'bconn_' || ${i}`,
+      });
     const series = await createQuestdbSeriesStore({
       httpUrl: qdb.httpUrl,
       pgUrl: qdb.pgUrl,

@@ -12,7 +12,7 @@ import { applyQuestdbSchema, createQuestdbSeriesStore, questdbPool } from "../sr
 import { StoreSupervisor } from "../src/stores/supervisor.js";
 import { listenerPid, ownCpuSeconds, processCpuSeconds } from "./lib/cpu.js";
 import { positiveInt, throwawayDatabase } from "./lib/postgres.js";
-import { benchQuestdb } from "./lib/questdb.js";
+import { benchQuestdb, dropPrefixed, seedAvailabilitySamples } from "./lib/questdb.js";
 import { fmt, table } from "./lib/report.js";
 
 const MINUTE = 60_000;
@@ -119,34 +119,24 @@ export async function run(config: Config, args: string[]): Promise<void> {
     );
     await db.query("ANALYZE connections");
 
-    const dropAll = async () => {
-      for (const r of (
-        await pool.query("SELECT table_name FROM tables() WHERE table_name LIKE $1", [`${PREFIX}%`])
-      ).rows as { table_name: string }[])
-        await pool.query(`DROP TABLE IF EXISTS ${r.table_name}`);
-    };
-    await dropAll();
+    await dropPrefixed(pool, PREFIX);
     await applyQuestdbSchema(pool, PREFIX);
     cleanups.push(async () => {
-      await dropAll();
+      await dropPrefixed(pool, PREFIX);
       await pool.end();
     });
     say(
       `seeding QuestDB: ${fmt(rows)} availability samples (${nConn} connections x ${days} days x ${perDay})`,
     );
     const seedStart = Date.now();
-    for (let d = 0; d < days; d++) {
-      const dayStart = new Date(start + d * DAY).toISOString();
-      await pool.query(
-        `INSERT INTO ${PREFIX}availability_samples
-         SELECT dateadd('m', ((x - 1) / ${nConn})::int * ${every}, '${dayStart}'::timestamp) AS ts,
-                'bconn_' || ((x - 1) % ${nConn}) AS connection_id,
-                rnd_double() > 0.01 AS available, 20 + rnd_double() * 200 AS response_time_ms,
-                200L AS status_code, null AS reason, null AS error, false AS synthetic, 'probe' AS source, false AS maintenance
-           FROM long_sequence(${nConn * perDay})`,
-      );
-      process.stderr.write(`\r  day ${d + 1}/${days}`);
-    }
+    await seedAvailabilitySamples(pool, {
+      prefix: PREFIX,
+      start,
+      days,
+      connections: nConn,
+      everyMinutes: every,
+      idOf: (i) => `'bconn_' || ${i}`,
+    });
     const captured: { sql: string; params: unknown[] }[] = [];
     let capture = false;
     const series = await createQuestdbSeriesStore({

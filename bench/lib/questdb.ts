@@ -142,3 +142,43 @@ async function startPrivateQuestdb(
     },
   };
 }
+
+/** Drops every table whose name starts with `prefix` (a benchmark's own tables). */
+export async function dropPrefixed(pool: pg.Pool, prefix: string): Promise<void> {
+  const r = await pool.query("SELECT table_name FROM tables() WHERE table_name LIKE $1", [`${prefix}%`]);
+  for (const t of r.rows as { table_name: string }[])
+    await pool.query(`DROP TABLE IF EXISTS ${t.table_name}`);
+}
+
+/**
+ * Seeds `<prefix>availability_samples` on the server (INSERT … SELECT from long_sequence), one
+ * statement per day so progress shows: a sample every `everyMinutes` for each of `connections`
+ * connections from `start`, 1 % failing at random. `idOf` is the SQL of a connection's id from the
+ * SQL of its index (0 to connections − 1).
+ */
+export async function seedAvailabilitySamples(
+  pool: pg.Pool,
+  o: {
+    prefix: string;
+    start: number;
+    days: number;
+    connections: number;
+    everyMinutes: number;
+    idOf: (indexSql: string) => string;
+  },
+): Promise<void> {
+  const n = o.connections;
+  for (let d = 0; d < o.days; d++) {
+    const dayStart = new Date(o.start + d * 86_400_000).toISOString();
+    await pool.query(
+      `INSERT INTO ${o.prefix}availability_samples
+       SELECT dateadd('m', ((x - 1) / ${n})::int * ${o.everyMinutes}, '${dayStart}'::timestamp) AS ts,
+              ${o.idOf(`((x - 1) % ${n})`)} AS connection_id,
+              rnd_double() > 0.01 AS available, 20 + rnd_double() * 200 AS response_time_ms,
+              200L AS status_code, null AS reason, null AS error, false AS synthetic, 'probe' AS source,
+              false AS maintenance
+         FROM long_sequence(${(n * 1440) / o.everyMinutes})`,
+    );
+    process.stderr.write(`\r  day ${d + 1}/${o.days}`);
+  }
+}
