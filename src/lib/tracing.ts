@@ -85,18 +85,32 @@ export async function startTracing(env: Env = process.env): Promise<TracingState
       instrumentations: [
         new HttpInstrumentation({
           ignoreIncomingRequestHook: (req) => UNTRACED_PATHS.has((req.url ?? "").split("?")[0] ?? ""),
+          // a path may carry a secret (an invitation's token), a query an OAuth code
+          startIncomingSpanHook: (req) => incomingUrlAttributes((req as { url?: string }).url ?? ""),
         }),
         // Hooks fastify's start (a diagnostics channel): no change to the app. Names the
         // request span by its route and gives the HTTP span `http.route`.
         new otel.FastifyOtelInstrumentation({
           registerOnInitialization: true,
           ignorePaths: (route) => UNTRACED_PATHS.has(route.url),
+          // its span records the raw URL: the route template instead (no token, no query)
+          requestHook: (
+            span: { setAttribute(k: string, v: string): unknown },
+            request: { url: string; routeOptions?: { url?: string } },
+          ) => {
+            span.setAttribute(
+              "url.path",
+              request.routeOptions?.url ?? incomingUrlAttributes(request.url)["url.path"],
+            );
+          },
         }),
         // Only inside a request or one of Vigil's spans: the pollers' queries (claims, leases,
         // the outbox), several a second, would otherwise each be a trace of their own.
         // Statements are sent as text with placeholders; values are never recorded.
         new PgInstrumentation({ requireParentSpan: true }),
-        new UndiciInstrumentation(),
+        // outbound URLs hold secrets (a Slack or Discord webhook's path, a Telegram bot token, a
+        // Teams signature, a signed webhook's URL): the origin only
+        new UndiciInstrumentation({ startSpanHook: (request) => outgoingUrlAttributes(request.origin) }),
       ],
     });
     sdk.start();
@@ -107,6 +121,29 @@ export async function startTracing(env: Env = process.env): Promise<TracingState
   } catch (err) {
     return { on: false, reason: "the OpenTelemetry SDK did not start", error: (err as Error).message };
   }
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * A request path as a span may record it: a segment that may be a secret (16 characters or more
+ * with a digit in it, and not a UUID: an invitation's token, a key) becomes `{redacted}`; the
+ * query string is left out whole (it may hold an OAuth code), replaced by `{redacted}` when there
+ * was one.
+ */
+export function incomingUrlAttributes(url: string): Record<string, string> {
+  const q = url.indexOf("?");
+  const path = (q === -1 ? url : url.slice(0, q))
+    .split("/")
+    .map((seg) => (seg.length >= 16 && /\d/.test(seg) && !UUID.test(seg) ? "{redacted}" : seg))
+    .join("/");
+  return q === -1 ? { "url.path": path } : { "url.path": path, "url.query": "{redacted}" };
+}
+
+/** An outbound request as a span records it: its origin, never its path or query. */
+export function outgoingUrlAttributes(origin: string | URL): Record<string, string> {
+  const o = String(origin).replace(/\/+$/, "");
+  return { "url.full": o, "url.path": "{redacted}", "url.query": "" };
 }
 
 /** Exports the spans still buffered and stops the SDK (graceful shutdown); bounded, never throws. */

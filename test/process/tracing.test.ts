@@ -213,6 +213,22 @@ t.test("OTEL_EXPORTER_OTLP_ENDPOINT set: HTTP, pg and Vigil's own spans reach th
     "its request to the platform (undici) under it",
   );
   t.notOk(JSON.stringify(otlp.spans).includes("traced-platform-key"), "no platform credential in any span");
+  const outbound = otlp.spans.find((s) => s.parentSpanId === checked.spanId && s.kind === 3) as Span;
+  t.equal(attr(outbound, "url.full"), "http://127.0.0.1:1", "an outbound span records the origin only");
+
+  // a path or query that may carry a secret: an invitation's token, an OAuth code
+  const token = "inv0tat10nT0ken-abcdefghijklmnop";
+  await fetch(`${vigil.url}/invitations/${token}`);
+  await fetch(`${vigil.url}/v1/connections?code=oauth-code-123456789`, {
+    headers: { authorization: `Bearer ${key}` },
+  });
+  t.ok(
+    await until(() => otlp.spans.some((s) => s.name.includes("/invitations/")), 15_000),
+    "the invitation page's spans arrived",
+  );
+  const all = JSON.stringify(otlp.spans);
+  t.notOk(all.includes(token), "no invitation token in any span");
+  t.notOk(all.includes("oauth-code-123456789"), "no query string in any span");
 
   // spans still buffered at SIGTERM are exported before the process leaves
   const before = otlp.spans.length;
