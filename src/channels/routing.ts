@@ -93,6 +93,9 @@ export async function routeAlert(
     const ids = new Set(matched.flatMap((r) => r.channel_ids));
     chosen = channels.filter((c) => ids.has(c.id));
   }
+  // a plain message about an incident (an SLO burn worth a ticket) is no page: a paging provider
+  // would open an incident of its own that nothing ever closes
+  if (!recovery && a.event === "info") chosen = chosen.filter((c) => !PAGING_TYPES.includes(c.type));
   const event: AlertEvent = recovery
     ? "resolve"
     : a.incidentId && kind !== "audit" && a.event !== "info"

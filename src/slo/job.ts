@@ -1,4 +1,5 @@
 import type { AppContext } from "../core/context.js";
+import { hasUnresolved } from "../incidents/repository.js";
 import {
   type IncidentTarget,
   type MailText,
@@ -50,6 +51,8 @@ export interface SloBurnRun {
   opened: number;
   raised: number;
   resolved: number;
+  /** SLOs whose decision failed (logged; tried again at the next run). */
+  failed: number;
 }
 
 const targetOf = (r: Pick<SloBurnRow, "connection_id" | "service_name" | "user_id" | "organization_id">) =>
@@ -129,6 +132,9 @@ async function applyBurn(
     const v = judgeBurn(burnRates(counts, current.objective), current.window_days, current.objective);
     const before = now.burn_severity;
     const target = targetOf(slo);
+    // the severity recorded: what an alert was sent for; null when no incident stands for it (one
+    // could not open under a maintenance window), so it opens at the next run that finds it burning
+    let recorded = v.severity;
     if (v.severity && v.alert && v.threshold !== null) {
       const verdict = { ...v, severity: v.severity, alert: v.alert, threshold: v.threshold };
       const detail = {
@@ -144,13 +150,14 @@ async function applyBurn(
       if (before === null) {
         const opened = await openIncident(tx, target, {
           kind: "slo_burn",
-          title: `${slo.service_name} is burning its error budget (${v.severity})`,
+          title: `${slo.service_name} is burning its error budget`,
           detail,
           at,
           publicUrl: ctx.config.publicUrl,
           mail: burnMail(ctx, current, verdict, false),
         });
         if (opened) run.opened++;
+        else if (!(await hasUnresolved(tx, slo.connection_id, "slo_burn"))) recorded = null;
       } else if (before === "ticket" && v.severity === "page") {
         const told = await notifyOpenIncident(
           tx,
@@ -160,6 +167,7 @@ async function applyBurn(
           burnMail(ctx, current, verdict, true),
         );
         if (told) run.raised++;
+        else if (!(await hasUnresolved(tx, slo.connection_id, "slo_burn"))) recorded = null;
       }
     } else if (before !== null) {
       const resolved = await resolveIncident(tx, target, {
@@ -177,14 +185,14 @@ async function applyBurn(
       });
       if (resolved) run.resolved++;
     }
-    await recordBurn(tx, slo.connection_id, v.severity, at);
+    await recordBurn(tx, slo.connection_id, recorded, at);
   });
 }
 
 /** One run of the burn-rate job at `ctx.now()`. */
 export async function runSloBurnChecks(ctx: AppContext, limits = SLO_BURN_LIMITS): Promise<SloBurnRun> {
   const at = ctx.now();
-  const run: SloBurnRun = { evaluated: 0, opened: 0, raised: 0, resolved: 0 };
+  const run: SloBurnRun = { evaluated: 0, opened: 0, raised: 0, resolved: 0, failed: 0 };
   const slos = await selectSlosForBurn(ctx.stores.db, limits.slos);
   // samples acknowledged to a writer are counted (QuestDB applies its write-ahead log shortly after)
   if (slos.length) await ctx.stores.series.waitVisible();
@@ -207,7 +215,19 @@ export async function runSloBurnChecks(ctx: AppContext, limits = SLO_BURN_LIMITS
         judgeBurn(burnRates(c, slo.objective), slo.window_days, slo.objective).severity === slo.burn_severity
       )
         unchanged.push(slo.connection_id);
-      else await applyBurn(ctx, slo, c, at, run);
+      else
+        try {
+          await applyBurn(ctx, slo, c, at, run);
+        } catch (err) {
+          // one SLO that cannot be applied must not hold up the others: it goes to the back of
+          // the line (evaluated now) and is tried again at the next run
+          run.failed++;
+          unchanged.push(slo.connection_id);
+          ctx.log.warn(
+            { job: "slo-burn", connectionId: slo.connection_id, err: (err as Error).message },
+            "SLO burn evaluation failed; retried at the next run",
+          );
+        }
     }
     if (unchanged.length) await recordEvaluated(ctx.stores.db, unchanged, at);
   }
@@ -216,15 +236,20 @@ export async function runSloBurnChecks(ctx: AppContext, limits = SLO_BURN_LIMITS
       resolveIncident(tx, targetOf(o), {
         kind: "slo_burn",
         detail: { reason: "slo_removed" },
-        reason: "the connection's SLO was removed",
+        reason: "no SLO holds it any more (removed, or set again and not burning)",
         at,
         publicUrl: ctx.config.publicUrl,
-        mail: recoveredMail(ctx, o.service_name, o.connection_id, "has no SLO any more"),
+        mail: recoveredMail(
+          ctx,
+          o.service_name,
+          o.connection_id,
+          "has no SLO burning its budget any more (the SLO was removed or set anew)",
+        ),
       }),
     );
     if (resolved) run.resolved++;
   }
-  if (run.opened || run.raised || run.resolved)
+  if (run.opened || run.raised || run.resolved || run.failed)
     ctx.log.info({ job: "slo-burn", ...run }, "SLO burn rates checked");
   return run;
 }

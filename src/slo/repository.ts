@@ -99,7 +99,10 @@ export async function recordEvaluated(
   ]);
 }
 
-/** Unresolved `slo_burn` incidents of connections that no longer have an SLO (removed). */
+/**
+ * Unresolved `slo_burn` incidents no SLO holds: the connection has no SLO any more, or has one
+ * whose last evaluation found no condition (removed and set again before the job ran).
+ */
 export async function selectOrphanBurnIncidents(
   db: Queryable,
   limit: number,
@@ -110,7 +113,8 @@ export async function selectOrphanBurnIncidents(
     `SELECT c.id AS connection_id, c.service_name, c.user_id, c.organization_id
        FROM incidents i JOIN connections c ON c.id = i.connection_id
       WHERE i.kind = 'slo_burn' AND i.status <> 'resolved'
-        AND NOT EXISTS (SELECT 1 FROM connection_slos s WHERE s.connection_id = i.connection_id)
+        AND NOT EXISTS (SELECT 1 FROM connection_slos s
+                         WHERE s.connection_id = i.connection_id AND s.burn_severity IS NOT NULL)
       LIMIT $1`,
     [limit],
   );
