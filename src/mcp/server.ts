@@ -38,7 +38,8 @@ const INSTRUCTIONS =
   "gateways. Every tool is read-only and sees only the connections the signed-in user owns or reaches " +
   "through an organization. Call list_connections first to find connection ids; then " +
   "get_connection_health (availability), list_recent_executions (workflow runs and their errors), " +
-  "get_gateway_usage (AI spend of a gateway connection), list_anomalies and get_alert_history.";
+  "get_gateway_usage (AI spend of a gateway connection), list_anomalies, get_alert_history and " +
+  "get_slo_status (a connection's error budget and how fast it burns).";
 
 /**
  * Signs the request in: the user the bearer token stands for, or null after the function has

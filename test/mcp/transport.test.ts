@@ -4,6 +4,7 @@ import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { testApp } from "../helpers/app.js";
 import { call, seedTenants } from "../helpers/tenants.js";
 import { mcpServer } from "./harness.js";
+import { TOOL_NAMES } from "../../src/mcp/tools.js";
 
 t.test(
   "/mcp over Streamable HTTP: stateless, POST only, bad requests answered as JSON-RPC errors",
@@ -31,7 +32,7 @@ t.test(
       t.match(c.getServerVersion(), { name: "vigil" });
       t.ok(c.getServerCapabilities()?.tools, "offers tools");
       t.match(c.getInstructions(), /list_connections/);
-      t.equal((await c.listTools()).tools.length, 6);
+      t.equal((await c.listTools()).tools.length, TOOL_NAMES.length);
       const init = await mcp.post(initialize, auth);
       t.equal(init.status, 200);
       t.equal(init.headers.get("mcp-session-id"), null, "stateless: no session id");
@@ -40,7 +41,10 @@ t.test(
       // a request without any initialize before it works: every POST stands alone
       const list = await mcp.post(rpc(2, "tools/list"), session);
       t.equal(list.status, 200);
-      t.equal(((await list.json()) as { result: { tools: unknown[] } }).result.tools.length, 6);
+      t.equal(
+        ((await list.json()) as { result: { tools: unknown[] } }).result.tools.length,
+        TOOL_NAMES.length,
+      );
     });
 
     t.test("authentication runs before the body is read", async (t) => {
