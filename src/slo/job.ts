@@ -217,7 +217,12 @@ export async function runSloBurnChecks(ctx: AppContext, limits = SLO_BURN_LIMITS
         unchanged.push(slo.connection_id);
       else
         try {
-          await applyBurn(ctx, slo, c, at, run);
+          // counted once its transaction committed (a decision that failed counts nothing)
+          const done = { evaluated: 0, opened: 0, raised: 0, resolved: 0, failed: 0 };
+          await applyBurn(ctx, slo, c, at, done);
+          run.opened += done.opened;
+          run.raised += done.raised;
+          run.resolved += done.resolved;
         } catch (err) {
           // one SLO that cannot be applied must not hold up the others: it goes to the back of
           // the line (evaluated now) and is tried again at the next run

@@ -46,12 +46,17 @@ async function world(t: Test, series: BackendName) {
   const w = await seedTenants(ta);
   const key = w.keys.alicePersonal;
   const id = w.conns.PA;
-  const write = async (from: number, to: number, ok: (at: number) => boolean) => {
+  const write = async (
+    from: number,
+    to: number,
+    ok: (at: number) => boolean,
+    o: { connectionId?: string; maintenance?: boolean } = {},
+  ) => {
     const rows = [];
     for (let at = from; at < to; at += MIN)
       rows.push({
         ts: new Date(at),
-        connection_id: id,
+        connection_id: o.connectionId ?? id,
         available: ok(at),
         response_time_ms: ok(at) ? 100 : null,
         status_code: ok(at) ? 200 : 503,
@@ -59,7 +64,7 @@ async function world(t: Test, series: BackendName) {
         error: null,
         synthetic: false,
         source: "probe",
-        maintenance: false,
+        maintenance: o.maintenance ?? false,
       });
     await ta.ctx.stores.series.append(availabilitySamples, rows);
     await ta.ctx.stores.series.waitVisible();
@@ -270,4 +275,69 @@ for (const series of ["pglite", "questdb"] as BackendName[]) {
       );
     },
   );
+
+  t.test(
+    `a burn found under a maintenance window alerts at the first run after it (${series})`,
+    async (t) => {
+      if (!(await requireBackend(t, series))) return;
+      const { incidents, setSlo, write, clock, ta, key, id } = await world(t, series);
+      // ten failures just before the window, none since: the page (1 h, 5 m) and ticket (3 d, 6 h)
+      // conditions hold when the SLO is set, under the window
+      await write(T0 - 3 * 1440 * MIN, T0, (at) => at < T0 - 10 * MIN);
+      const win = await call(ta.app, key, "POST", "/v1/maintenance-windows", {
+        connection_ids: [id],
+        starts_at: new Date(T0).toISOString(),
+        ends_at: new Date(T0 + 20 * MIN).toISOString(),
+      });
+      t.equal(win.statusCode, 201, win.body);
+      t.equal((await setSlo(0.999)).statusCode, 200);
+      let opened = 0;
+      // runs at T0 + 1 … 19 min, under the window (it ends at T0 + 20 min)
+      for (let i = 0; i < 19; i++) {
+        await write(clock.now, clock.now + 1, () => true, { maintenance: true });
+        clock.now += MIN;
+        opened += (await runSloBurnChecks(ta.ctx)).opened;
+      }
+      t.equal(opened, 0, "nothing opens under the window");
+      t.equal((await incidents()).length, 0);
+      await write(clock.now, clock.now + 1, () => true);
+      clock.now += MIN;
+      t.match(
+        await runSloBurnChecks(ta.ctx),
+        { opened: 1 },
+        "a condition (6 h and 30 m, 3 d and 6 h) still holds after the window: the incident opens",
+      );
+    },
+  );
+
+  t.test(`one SLO whose decision fails does not hold up the others (${series})`, async (t) => {
+    if (!(await requireBackend(t, series))) return;
+    const { write, ta, key, id, w } = await world(t, series);
+    const other = w.conns.OA;
+    for (const c of [id, other]) {
+      await write(T0 - 3 * 1440 * MIN, T0, (at) => at < T0 - 10 * MIN || at >= T0 - 5 * MIN, {
+        connectionId: c,
+      });
+      const put = await call(
+        ta.app,
+        c === other ? w.keys.aliceOrgA : key,
+        "PUT",
+        `/v1/connections/${c}/slo`,
+        {
+          objective: 0.999,
+          window_days: 30,
+        },
+      );
+      t.equal(put.statusCode, 200, put.body);
+    }
+    // the database refuses to record a burn for the first one (a real trigger, as a failing store would)
+    const db = ta.ctx.stores.db;
+    await db.query(`CREATE FUNCTION refuse_burn() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'refused for the test'; END $$`);
+    await db.query(`CREATE TRIGGER refuse_burn BEFORE UPDATE ON connection_slos FOR EACH ROW
+      WHEN (NEW.connection_id = '${id}' AND NEW.burn_severity IS NOT NULL) EXECUTE FUNCTION refuse_burn()`);
+    t.match(await runSloBurnChecks(ta.ctx), { evaluated: 2, failed: 1, opened: 1 }, "the other one opened");
+    await db.query("DROP TRIGGER refuse_burn ON connection_slos");
+    t.match(await runSloBurnChecks(ta.ctx), { failed: 0, opened: 1 }, "retried at the next run: it opens");
+  });
 }
