@@ -21,6 +21,7 @@ import { registerMetrics } from "./http/metrics.js";
 import { openApiDocument } from "./http/openapi.js";
 import { registerRoutes } from "./http/route.js";
 import { registerMcp } from "./mcp/server.js";
+import { registerStatusPages, rewriteStatusHost } from "./http/status-pages.js";
 import { browserNotFound, registerDashboard } from "./dashboard/index.js";
 import { mcpAuthenticate, registerOAuth } from "./oauth/routes.js";
 import { routes, tags } from "./http/routes/index.js";
@@ -108,6 +109,8 @@ export async function buildApp(ctx: AppContext, opts: AppOptions = {}): Promise<
     frameworkErrors,
     // what Node's HTTP parser refuses (431 and the like) answers in the envelope too (edge.ts)
     clientErrorHandler: clientErrors,
+    // a status page's custom domain reads its public paths (http/status-pages.ts); one map lookup
+    rewriteUrl: (req) => rewriteStatusHost(ctx, req),
   });
 
   // Callback-style hooks on every request (here and in edge.ts): an async hook costs a promise
@@ -192,6 +195,8 @@ export async function buildApp(ctx: AppContext, opts: AppOptions = {}): Promise<
   await registerDocs(app, openapi);
   // The OAuth 2.1 authorization server and sign-in pages (the MCP tool server's door in).
   await registerOAuth(app, ctx);
+  // Public status pages at /status/{slug} and on their custom domains: no key, no session, cached.
+  await registerStatusPages(app, ctx);
   // The web dashboard at /, on the sign-in session of the pages above.
   await registerDashboard(app, ctx);
   // The read-only MCP tool server at /mcp, for users signed in with OAuth.

@@ -9,6 +9,7 @@ import { ingestRoutes } from "./ingest.js";
 import { maintenanceRoutes } from "./maintenance.js";
 import { readRoutes } from "./read.js";
 import { sloRoutes } from "./slo.js";
+import { statusPageRoutes } from "./status-pages.js";
 import { usageRoutes } from "./usage.js";
 import { webhookRoutes } from "./webhooks.js";
 
@@ -35,6 +36,7 @@ export const routes: readonly Route[] = [
   ...webhookRoutes,
   ...maintenanceRoutes,
   ...channelRoutes,
+  ...statusPageRoutes,
 ];
 
 /** The document's tags, one per resource file, each with what a reader finds under it. */
@@ -52,4 +54,6 @@ export const tags: Record<string, string> = {
     "Maintenance windows: checks go on, flagged and left out of uptime, but no incident opens and nothing is sent.",
   Channels:
     "Notification channels (Slack, Teams, Discord, PagerDuty, Opsgenie, Telegram, ntfy, e-mail, webhooks), routing rules and escalation.",
+  "Status pages":
+    "Public status pages at /status/{slug}: chosen connections under public names, 90-day uptime, incident posts, a feed and badges.",
 };
