@@ -29,6 +29,7 @@ export const REBUILD_MS = 60_000;
 /** How long an unknown slug or host is remembered as unknown. */
 const MISSING_MS = 10_000;
 const MAX_MISSING = 10_000;
+const SLUG = /^[a-z0-9][a-z0-9-]{1,48}[a-z0-9]$/;
 /** How often the custom-domain map is reloaded. */
 const DOMAINS_MS = 30_000;
 /** Bodies below this are not compressed. */
@@ -201,6 +202,8 @@ export class SnapshotUnavailable extends Error {}
  * ones). Null for a slug with no page.
  */
 export async function entryFor(ctx: AppContext, slug: string): Promise<Entry | null> {
+  // a path no page can have costs nothing (slugs are checked by the same rule when stored)
+  if (!SLUG.test(slug)) return null;
   const s = stateOf(ctx);
   const e = s.entries.get(slug);
   const now = Date.now();
