@@ -263,7 +263,8 @@ export function rendered(
       status: r.status ?? 200,
     };
   }
-  e.renders.set(key, out);
+  // a 404 is not kept: its key comes from the visitor's URL (a made-up badge key or kind)
+  if (out) e.renders.set(key, out);
   return out;
 }
 
