@@ -14,6 +14,7 @@ import { registerIncidentPages } from "./pages/incidents.js";
 import { registerKeyPages } from "./pages/keys.js";
 import { registerMaintenancePages } from "./pages/maintenance.js";
 import { registerOrganizationPages } from "./pages/organizations.js";
+import { registerStatusPagePages } from "./pages/status-pages.js";
 import { registerUsagePages } from "./pages/usage.js";
 import { page, type PageFrame } from "./render.js";
 import { requireSession } from "./session.js";
@@ -71,6 +72,7 @@ export async function registerDashboard(app: FastifyInstance, ctx: AppContext): 
     await registerUsagePages(scope, ctx);
     await registerChannelPages(scope, ctx);
     await registerMaintenancePages(scope, ctx);
+    await registerStatusPagePages(scope, ctx);
   });
 }
 
