@@ -206,6 +206,18 @@ const SPEC_PERMISSIONS: Record<string, string> = {
   "GET /v1/maintenance-windows": "connections:read",
   "GET /v1/maintenance-windows/:id": "connections:read",
   "DELETE /v1/maintenance-windows/:id": "connections:write",
+  // status pages and their incident posts (issue #34, docs/status-pages.md): managed like
+  // maintenance windows; visitors read the pages outside the API, without a key
+  "POST /v1/status-pages": "connections:write",
+  "GET /v1/status-pages": "connections:read",
+  "GET /v1/status-pages/:id": "connections:read",
+  "PUT /v1/status-pages/:id": "connections:write",
+  "DELETE /v1/status-pages/:id": "connections:write",
+  "POST /v1/status-pages/:id/incidents": "connections:write",
+  "GET /v1/status-pages/:id/incidents": "connections:read",
+  "GET /v1/status-pages/:id/incidents/:incident_id": "connections:read",
+  "POST /v1/status-pages/:id/incidents/:incident_id/updates": "connections:write",
+  "DELETE /v1/status-pages/:id/incidents/:incident_id": "connections:write",
   "POST /v1/gateway/ingest": "usage-ingestion",
   // not in the spec's tables: liveness and readiness probes for load balancers (docs/api.md: Health endpoints)
   "GET /healthz": "public",

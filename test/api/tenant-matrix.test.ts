@@ -6,6 +6,13 @@ import type { Permission } from "../../src/core/actor.js";
 import type { Route } from "../../src/http/route.js";
 import { deleteWindow, insertMaintenanceWindow } from "../../src/maintenance/repository.js";
 import { routes } from "../../src/http/routes/index.js";
+import {
+  deletePage,
+  insertPage,
+  insertPost,
+  insertUpdate,
+  replaceComponents,
+} from "../../src/status-pages/repository.js";
 import { TOOL_NAMES } from "../../src/mcp/tools.js";
 import { type TestApp, testApp } from "../helpers/app.js";
 import {
@@ -249,6 +256,100 @@ const windowRows = (w: MatrixWorld, c: Caller, body: unknown): string[] => {
   return problems;
 };
 
+/** Status pages of the matrix's scopes, written to the store, each registered as its scope's. */
+interface Pages {
+  /** A fresh page of the scope (over one of its connections when it has one), and its slug. */
+  page(s: Scope): Promise<{ id: string; slug: string }>;
+  /** A fresh incident post on a page of the scope. */
+  post(pageId: string, s: Scope): Promise<string>;
+  remove(id: string): Promise<void>;
+}
+
+async function seedPages(ta: TestApp, w: MatrixWorld): Promise<Pages> {
+  const db = ta.ctx.stores.db;
+  const connectionOf: Partial<Record<Scope, string>> = {
+    carol: w.conns.carol.workflow_a,
+    orgA: w.conns.orgA.workflow_a,
+    orgB: w.conns.orgB.gateway,
+    aliceP: w.base.conns.PA,
+    bobP: w.base.conns.PB,
+  };
+  let n = 0;
+  const page = async (s: Scope) => {
+    const id = randomUUID();
+    const slug = `matrix-page-${++n}`;
+    const org = isOrgScope(s);
+    await db.transaction(async (tx) => {
+      await insertPage(tx, {
+        id,
+        account: org
+          ? { scope: "organization", id: w.base.orgs[s].id }
+          : { scope: "user", id: w.base.users[USER_OF[s as keyof typeof USER_OF]].id },
+        slug,
+        title: `${marker(s)}page${n}`,
+        description: null,
+        showResponseTimes: true,
+        customDomain: null,
+        logo: null,
+        createdBy: w.base.users.alice.id,
+        at: ta.ctx.now(),
+      });
+      const connection = connectionOf[s];
+      if (connection)
+        await replaceComponents(tx, id, [
+          {
+            connection_id: connection,
+            key: `mx${String(n).padStart(10, "0")}`,
+            group_position: 0,
+            group_name: `${marker(s)}group`,
+            position: 0,
+            display_name: `${marker(s)}component`,
+          },
+        ]);
+    });
+    w.token(id, [s]);
+    return { id, slug };
+  };
+  const post = async (pageId: string, s: Scope) => {
+    const id = randomUUID();
+    const at = ta.ctx.now();
+    await insertPost(db, {
+      id,
+      pageId,
+      title: `${marker(s)}post`,
+      status: "investigating",
+      createdBy: w.base.users.alice.id,
+      at,
+    });
+    await insertUpdate(db, {
+      id: randomUUID(),
+      postId: id,
+      status: "investigating",
+      message: `${marker(s)}looking`,
+      createdBy: w.base.users.alice.id,
+      at,
+    });
+    w.token(id, [s]);
+    return id;
+  };
+  for (const s of ["carol", "orgA", "orgB", "aliceP", "bobP", "daveP"] as const)
+    await post((await page(s)).id, s);
+  return { page, post, remove: async (id) => void (await deletePage(db, id)) };
+}
+
+/** A 2xx list of status pages holds pages of scopes the key sees only, and at least one. */
+const pageRows = (w: MatrixWorld, c: Caller, body: unknown): string[] => {
+  const rows = (body as { status_pages?: { id: string }[] }).status_pages ?? [];
+  const problems = rows
+    .filter((r) => {
+      const owners = w.tokens.get(r.id);
+      return !Array.isArray(owners) || !owners.every((s) => visibleScopes(c).includes(s));
+    })
+    .map((r) => `status page ${r.id} is of a scope the key does not see`);
+  if (rows.length === 0) problems.push("no status page listed");
+  return problems;
+};
+
 const connectionId = (target: Target) => {
   if (target.type !== "connection") throw new Error("a connection target was expected");
   return target.id;
@@ -292,7 +393,7 @@ const alertsCheck = (w: MatrixWorld, c: Caller, body: unknown) =>
   alertAccountProblems(w, visibleScopes(c), body);
 
 /** The plans of one route: its list call, its per-connection calls, its variants. */
-function plansFor(route: Route, channels: Channels, windows: Windows): Plan[] {
+function plansFor(route: Route, channels: Channels, windows: Windows, pages: Pages): Plan[] {
   const name = routeKey(route);
   const sample = routeSamples[name];
   if (!sample) return [];
@@ -590,6 +691,98 @@ function plansFor(route: Route, channels: Channels, windows: Windows): Plan[] {
           after: async (_w, _c, _t, _s, _b, req) => windows.remove(lastId(req)),
         },
       ];
+    // status pages (docs/status-pages.md): a page belongs to an account; every member of an
+    // organization sees its pages and writes their incident posts, its admins and owners change them
+    case "GET /v1/status-pages":
+      return [list({ check: pageRows })];
+    case "POST /v1/status-pages": {
+      let n = 0;
+      return [
+        // a page of the connection's own account: in its organization, or personal
+        perConnection({
+          request: async (w, _c, target) => {
+            const scope = w.scopeOf(connectionId(target));
+            return {
+              url: "/v1/status-pages",
+              body: {
+                slug: `matrix-new-${++n}`,
+                title: `${marker(scope)}new page`,
+                groups: [
+                  {
+                    name: "Services",
+                    components: [{ connection_id: connectionId(target), display_name: "Service" }],
+                  },
+                ],
+                ...(isOrgScope(scope) ? { organization_id: w.base.orgs[scope].id } : {}),
+              },
+            };
+          },
+          expect: (general, c, target, w) => {
+            const scope = w.scopeOf(connectionId(target));
+            return general.status === route.status && isOrgScope(scope) && !managesScope(c, scope)
+              ? { status: 403, rule: "an org's status pages need admin/owner" }
+              : general;
+          },
+          after: async (w, _c, target, status, body) => {
+            if (status !== 201) return;
+            const id = (JSON.parse(body) as { id: string }).id;
+            w.token(id, [w.scopeOf(connectionId(target))]);
+            await pages.remove(id);
+          },
+        }),
+      ];
+    }
+    case "GET /v1/status-pages/:id":
+    case "PUT /v1/status-pages/:id":
+    case "DELETE /v1/status-pages/:id":
+    case "POST /v1/status-pages/:id/incidents":
+    case "GET /v1/status-pages/:id/incidents":
+    case "GET /v1/status-pages/:id/incidents/:incident_id":
+    case "POST /v1/status-pages/:id/incidents/:incident_id/updates":
+    case "DELETE /v1/status-pages/:id/incidents/:incident_id": {
+      const ofPost = route.path.includes(":incident_id");
+      // changing the page itself needs admin/owner; its posts, any member
+      const managing = !route.path.includes("/incidents") && route.method !== "GET";
+      return [
+        {
+          label: name,
+          route,
+          targets: accountTargets,
+          request: async (_w, c, target) => {
+            const s = targetAccount(c, target);
+            const page = await pages.page(s);
+            let url = `/v1/status-pages/${page.id}`;
+            if (ofPost) url += `/incidents/${await pages.post(page.id, s)}`;
+            else if (route.path.endsWith("/incidents")) url += "/incidents";
+            if (route.path.endsWith("/updates")) url += "/updates";
+            const body =
+              route.method === "PUT"
+                ? { slug: page.slug, title: "renamed by the matrix", groups: [] }
+                : route.method === "POST"
+                  ? ofPost
+                    ? { status: "monitoring", message: "matrix" }
+                    : { title: "matrix", status: "investigating", message: "matrix" }
+                  : undefined;
+            return { url, body };
+          },
+          expect: (general, c, target) => {
+            if (
+              c.kind === "revoked" ||
+              c.kind === "ingestion" ||
+              !c.permissions.has(route.auth as Permission)
+            )
+              return general;
+            const scope = targetAccount(c, target);
+            if (!visibleScopes(c).includes(scope))
+              return { status: 404, rule: "a page the key does not see is not found" };
+            if (managing && isOrgScope(scope) && !managesScope(c, scope))
+              return { status: 403, rule: "changing an org's page needs admin/owner" };
+            return { status: route.status, rule: "a page of a scope the key sees" };
+          },
+          after: async (_w, _c, _t, _s, _b, req) => pages.remove(req.url.split("/")[3] ?? ""),
+        },
+      ];
+    }
     case "POST /v1/gateway/ingest":
       return [
         list({ request: async () => ({ url: "/v1/gateway/ingest", body: sampleHeartbeat(new Date()) }) }),
@@ -741,9 +934,10 @@ t.test("tenant matrix: every REST route, every caller, every tenant", async (t) 
   const order = (r: Route) => (r.method === "GET" ? 0 : r.method === "DELETE" ? 2 : 1);
   const channels = await seedChannels(ta, w);
   const windows = await seedWindows(ta, w);
+  const pages = await seedPages(ta, w);
   const plans = [...authenticated]
     .sort((a, b) => order(a) - order(b))
-    .flatMap((r) => plansFor(r, channels, windows));
+    .flatMap((r) => plansFor(r, channels, windows, pages));
   for (const r of authenticated) {
     const own = plans.filter((p) => p.route === r);
     t.ok(own.length > 0, `${routeKey(r)} has a matrix plan (and a sample in route-samples.ts)`);
@@ -751,8 +945,8 @@ t.test("tenant matrix: every REST route, every caller, every tenant", async (t) 
       namesConnection(r) &&
       !routeKey(r).startsWith("DELETE /v1/webhooks") &&
       !routeKey(r).startsWith("POST /v1/connections") &&
-      // their path id is an account's channel, rule or maintenance window, not a connection
-      !/^\w+ \/v1\/(channels|routing-rules|maintenance-windows)\//.test(routeKey(r))
+      // their path id is an account's channel, rule, maintenance window or status page, not a connection
+      !/^\w+ \/v1\/(channels|routing-rules|maintenance-windows|status-pages)\//.test(routeKey(r))
     )
       t.ok(
         own.some((p) => p.targets(w, w.callers[0] as Caller).some((x) => x.type === "connection")),

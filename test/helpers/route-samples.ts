@@ -59,7 +59,23 @@ export type RouteWorld = Tenants & {
    * removes it), carol's on PC (another account's: 404).
    */
   maintenance?: { alice: string; aliceSpare: string; carol: string };
+  /** Status pages and their incident posts (seedRouteWorld; absent in the tenant matrix's world). */
+  statusPages?: SeededStatusPages;
 };
+
+/**
+ * Alice's personal page on PA with a post (read, updated) and a spare post (the DELETE sample
+ * removes it), alice's spare page (the DELETE sample removes it), and carol's page on PC with a
+ * post (another account's: 404).
+ */
+export interface SeededStatusPages {
+  alice: string;
+  aliceSpare: string;
+  carol: string;
+  alicePost: string;
+  aliceSparePost: string;
+  carolPost: string;
+}
 
 /**
  * Alice's personal ntfy channel (its topic's host, `ntfy.invalid`, never resolves: a test send
@@ -239,6 +255,28 @@ export async function seedRouteWorld(ta: TestApp): Promise<RouteWorld> {
     }),
     carolRule: await post(w.keys.carolPersonal, "/v1/routing-rules", { channel_ids: [carolChannel] }),
   };
+  const page = (key: string, slug: string, connection: string) =>
+    post(key, "/v1/status-pages", {
+      slug,
+      title: `${slug} status`,
+      groups: [{ name: "Services", components: [{ connection_id: connection, display_name: "Service" }] }],
+    });
+  const alicePage = await page(w.keys.alicePersonal, "alice-page", PA);
+  const carolPage = await page(w.keys.carolPersonal, "carol-page", w.conns.PC);
+  const postOn = (key: string, pageId: string, title: string) =>
+    post(key, `/v1/status-pages/${pageId}/incidents`, {
+      title,
+      status: "investigating",
+      message: "Looking.",
+    });
+  const statusPages: SeededStatusPages = {
+    alice: alicePage,
+    aliceSpare: await page(w.keys.alicePersonal, "alice-spare", PA),
+    carol: carolPage,
+    alicePost: await postOn(w.keys.alicePersonal, alicePage, "Slow runs"),
+    aliceSparePost: await postOn(w.keys.alicePersonal, alicePage, "Posted by mistake"),
+    carolPost: await postOn(w.keys.carolPersonal, carolPage, "Carol's outage"),
+  };
   return {
     ...w,
     throwaway: (made.json() as { connection: { id: string } }).connection.id,
@@ -246,6 +284,7 @@ export async function seedRouteWorld(ta: TestApp): Promise<RouteWorld> {
     webhooks,
     channels,
     maintenance,
+    statusPages,
   };
 }
 
@@ -464,6 +503,142 @@ const maintenanceSamples: Record<string, RouteSample> = {
       { url: `/v1/maintenance-windows/${seededWindows(w).carol}`, key: w.keys.alicePersonal },
       { url: "/v1/maintenance-windows/00000000-0000-4000-8000-000000000000", key: w.keys.alicePersonal },
     ],
+  },
+};
+
+/** The world's status pages; seedRouteWorld makes them. */
+const seededPages = (w: RouteWorld): SeededStatusPages => {
+  if (!w.statusPages) throw new Error("this world has no seeded status pages (seedRouteWorld makes them)");
+  return w.statusPages;
+};
+
+const ABSENT_ID = "00000000-0000-4000-8000-000000000000";
+/** A 1×1 PNG, as a logo. */
+const PNG_LOGO =
+  "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+const pagePath = (id: string) => `/v1/status-pages/${id}`;
+const postPath = (page: string, post: string) => `${pagePath(page)}/incidents/${post}`;
+const pageBody = (slug: string, connectionId: string, more: Record<string, unknown> = {}) => ({
+  slug,
+  title: `${slug} status`,
+  groups: [{ name: "Services", components: [{ connection_id: connectionId, display_name: "Service" }] }],
+  ...more,
+});
+const postBody = { title: "Slow runs", status: "identified", message: "A queue is backed up." };
+const updateBody = { status: "resolved", message: "Drained." };
+/** Carol's page and an absent one, as alice: both 404. */
+const hiddenPage =
+  (path: (page: string) => string, body?: unknown) =>
+  (w: RouteWorld): SampleRequest[] => [
+    { url: path(seededPages(w).carol), key: w.keys.alicePersonal, body },
+    { url: path(ABSENT_ID), key: w.keys.alicePersonal, body },
+  ];
+/** Carol's post on her page, carol's post on alice's page, and absent ones, as alice: all 404. */
+const hiddenPost =
+  (suffix = "", body?: unknown) =>
+  (w: RouteWorld): SampleRequest[] => {
+    const p = seededPages(w);
+    return [
+      { url: `${postPath(p.carol, p.carolPost)}${suffix}`, key: w.keys.alicePersonal, body },
+      { url: `${postPath(p.alice, p.carolPost)}${suffix}`, key: w.keys.alicePersonal, body },
+      { url: `${postPath(p.alice, ABSENT_ID)}${suffix}`, key: w.keys.alicePersonal, body },
+      { url: `${postPath(ABSENT_ID, ABSENT_ID)}${suffix}`, key: w.keys.alicePersonal, body },
+    ];
+  };
+
+/**
+ * Status pages (docs/status-pages.md): those of the key's accounts; another account's page, and
+ * a post of another page, are not found. Creating one names connections in its groups.
+ */
+const statusPageSamples: Record<string, RouteSample> = {
+  "POST /v1/status-pages": {
+    ok: (w) => [
+      {
+        url: "/v1/status-pages",
+        key: w.keys.alicePersonal,
+        body: pageBody("alice-new", w.conns.PA, {
+          description: "What our customers rely on.",
+          show_response_times: true,
+          custom_domain: "status.alice.example",
+          logo: PNG_LOGO,
+        }),
+      },
+      {
+        url: "/v1/status-pages",
+        key: w.keys.aliceOrgA,
+        body: pageBody("org-a-new", w.conns.OA, { organization_id: w.orgs.orgA.id }),
+      },
+    ],
+    naming: (w, id) => ({
+      url: "/v1/status-pages",
+      key: w.keys.alicePersonal,
+      body: pageBody("alice-named", id),
+    }),
+  },
+  "GET /v1/status-pages": {
+    ok: (w) => [
+      { url: "/v1/status-pages", key: w.keys.alicePersonal, rows: "status_pages" },
+      { url: "/v1/status-pages", key: w.keys.carolPersonal, rows: "status_pages" },
+    ],
+  },
+  "GET /v1/status-pages/:id": {
+    ok: (w) => [{ url: pagePath(seededPages(w).alice), key: w.keys.alicePersonal, rows: "groups" }],
+    hidden: hiddenPage(pagePath),
+  },
+  "PUT /v1/status-pages/:id": {
+    ok: (w) => [
+      {
+        url: pagePath(seededPages(w).alice),
+        key: w.keys.alicePersonal,
+        body: pageBody("alice-page", w.conns.PA, { title: "Alice (renamed)", show_response_times: true }),
+        rows: "groups",
+      },
+    ],
+    hidden: (w) => hiddenPage(pagePath, pageBody("alice-page", w.conns.PA))(w),
+  },
+  "DELETE /v1/status-pages/:id": {
+    ok: (w) => [{ url: pagePath(seededPages(w).aliceSpare), key: w.keys.alicePersonal }],
+    hidden: hiddenPage(pagePath),
+  },
+  "POST /v1/status-pages/:id/incidents": {
+    ok: (w) => [
+      { url: `${pagePath(seededPages(w).alice)}/incidents`, key: w.keys.alicePersonal, body: postBody },
+    ],
+    hidden: hiddenPage((id) => `${pagePath(id)}/incidents`, postBody),
+  },
+  "GET /v1/status-pages/:id/incidents": {
+    ok: (w) => [
+      { url: `${pagePath(seededPages(w).alice)}/incidents`, key: w.keys.alicePersonal, rows: "incidents" },
+      { url: `${pagePath(seededPages(w).carol)}/incidents`, key: w.keys.carolPersonal, rows: "incidents" },
+    ],
+    hidden: hiddenPage((id) => `${pagePath(id)}/incidents`),
+  },
+  "GET /v1/status-pages/:id/incidents/:incident_id": {
+    ok: (w) => [
+      {
+        url: postPath(seededPages(w).alice, seededPages(w).alicePost),
+        key: w.keys.alicePersonal,
+        rows: "updates",
+      },
+    ],
+    hidden: hiddenPost(),
+  },
+  "POST /v1/status-pages/:id/incidents/:incident_id/updates": {
+    ok: (w) => [
+      {
+        url: `${postPath(seededPages(w).alice, seededPages(w).alicePost)}/updates`,
+        key: w.keys.alicePersonal,
+        body: updateBody,
+        rows: "updates",
+      },
+    ],
+    hidden: hiddenPost("/updates", updateBody),
+  },
+  "DELETE /v1/status-pages/:id/incidents/:incident_id": {
+    ok: (w) => [
+      { url: postPath(seededPages(w).alice, seededPages(w).aliceSparePost), key: w.keys.alicePersonal },
+    ],
+    hidden: hiddenPost(),
   },
 };
 
@@ -714,6 +889,7 @@ export const routeSamples: Record<string, RouteSample> = {
   },
   ...channelSamples,
   ...maintenanceSamples,
+  ...statusPageSamples,
 };
 
 /** The value at a dot-separated path of a JSON body. */
