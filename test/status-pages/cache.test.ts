@@ -351,7 +351,6 @@ for (const backend of ["pglite", "postgres"] as const) {
           ] as const) {
             const res = await get(a, `${url}${path}`, { "accept-encoding": ask });
             t.equal(res.statusCode, 200);
-            t.equal(res.headers.etag, plain.headers.etag, "the same ETag");
             if (!big) {
               t.equal(
                 res.headers["content-encoding"],
