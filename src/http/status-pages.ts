@@ -61,12 +61,19 @@ export function rewriteStatusHost(ctx: AppContext, req: IncomingMessage): string
   return `/status/${slug}${path === "/" ? "" : path}${query}`;
 }
 
+/** The ETag of one encoding of a representation: each encoding has its own (RFC 9110 §8.8.3). */
+const etagIn = (etag: string, encoding: "br" | "gzip" | null) =>
+  encoding ? `${etag.slice(0, -1)}-${encoding}"` : etag;
+
+/** Whether If-None-Match names the representation in any encoding (the content is the same). */
 function matches(req: FastifyRequest, etag: string): boolean {
   const inm = req.headers["if-none-match"];
   if (!inm) return false;
-  return (
-    inm === etag || inm === `W/${etag}` || inm.split(",").some((t) => t.trim().replace(/^W\//, "") === etag)
-  );
+  const base = etag.slice(0, -1);
+  return inm.split(",").some((t) => {
+    const v = t.trim().replace(/^W\//, "");
+    return v === etag || v === `${base}-br"` || v === `${base}-gzip"`;
+  });
 }
 
 function send(
@@ -77,10 +84,13 @@ function send(
   stale: boolean,
   extra: Record<string, string> = {},
 ) {
+  const ae = req.headers["accept-encoding"];
+  const encoding =
+    ae && r.br && ae.includes("br") ? "br" : ae && r.gzip && ae.includes("gzip") ? "gzip" : null;
   reply.headers({
     "content-type": r.type,
     "cache-control": cache,
-    etag: r.etag,
+    etag: etagIn(r.etag, encoding),
     vary: "Accept-Encoding",
     "x-content-type-options": "nosniff",
     ...extra,
@@ -88,9 +98,8 @@ function send(
   if (stale) reply.header("x-vigil-stale", "true");
   if (r.status === 200 && matches(req, r.etag)) return reply.code(304).send();
   reply.code(r.status);
-  const ae = req.headers["accept-encoding"];
-  if (ae && r.br && ae.includes("br")) return reply.header("content-encoding", "br").send(r.br);
-  if (ae && r.gzip && ae.includes("gzip")) return reply.header("content-encoding", "gzip").send(r.gzip);
+  if (encoding === "br") return reply.header("content-encoding", "br").send(r.br);
+  if (encoding === "gzip") return reply.header("content-encoding", "gzip").send(r.gzip);
   return reply.send(r.body);
 }
 

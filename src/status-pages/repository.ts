@@ -200,7 +200,7 @@ export async function updatePage(tx: Queryable, id: string, p: PageWrite & { at:
        logo = CASE WHEN $7 THEN logo ELSE $8::bytea END,
        logo_type = CASE WHEN $7 THEN logo_type ELSE $9 END,
        logo_hash = CASE WHEN $7 THEN logo_hash ELSE $10 END,
-       updated_at = $11
+       updated_at = GREATEST(updated_at + interval '1 millisecond', $11)
      WHERE id = $1`,
     [
       id,
@@ -358,13 +358,20 @@ export async function deletePost(tx: Queryable, pageId: string, postId: string):
 /**
  * A page's fingerprint: it changes whenever what a visitor sees may have, time apart (its
  * updated_at, which every change of the page or its posts moves; its components' connection
- * statuses and ownership; their unresolved availability, missed-heartbeat and SLO incidents).
+ * statuses and ownership; their unresolved availability, missed-heartbeat and SLO incidents; the
+ * maintenance windows of its account, any of which may cover a component).
  */
 export async function selectFingerprint(
   db: Queryable,
   slug: string,
 ): Promise<{ id: string; fp: string } | null> {
-  const q = await db.query<{ id: string; updated_at: Date; comps: string | null; open: string | null }>(
+  const q = await db.query<{
+    id: string;
+    updated_at: Date;
+    comps: string | null;
+    open: string | null;
+    windows: string | null;
+  }>(
     `SELECT p.id, p.updated_at,
        (SELECT string_agg(sc.key || ':' || c.status || ':' || CASE WHEN ${STILL_OWNED} THEN 'y' ELSE 'n' END, ','
                           ORDER BY sc.group_position, sc.position)
@@ -373,13 +380,20 @@ export async function selectFingerprint(
        (SELECT string_agg(i.id || ':' || i.status, ',' ORDER BY i.id)
           FROM incidents i JOIN status_page_components sc ON sc.connection_id = i.connection_id
          WHERE sc.page_id = p.id AND i.status <> 'resolved'
-           AND i.kind IN ('availability', 'missed_heartbeat', 'slo_burn')) AS open
+           AND i.kind IN ('availability', 'missed_heartbeat', 'slo_burn')) AS open,
+       (SELECT string_agg(w.id, ',' ORDER BY w.id) FROM maintenance_windows w
+         WHERE (w.organization_id = p.organization_id
+            OR (p.organization_id IS NULL AND w.organization_id IS NULL AND w.user_id = p.user_id))
+           AND (w.ends_at IS NULL OR w.ends_at > now() - interval '1 day')) AS windows
      FROM status_pages p WHERE p.slug = $1`,
     [slug],
   );
   const r = q.rows[0];
   if (!r) return null;
-  return { id: r.id, fp: `${new Date(r.updated_at).toISOString()}|${r.comps ?? ""}|${r.open ?? ""}` };
+  return {
+    id: r.id,
+    fp: `${new Date(r.updated_at).toISOString()}|${r.comps ?? ""}|${r.open ?? ""}|${r.windows ?? ""}`,
+  };
 }
 
 /** Each connection's status. */

@@ -58,7 +58,8 @@ export const RESERVED_SLUGS: ReadonlySet<string> = new Set([
   "www",
 ]);
 
-const uuid = z.uuid({ error: "must be a UUID" });
+// ids compare in lower case, as everywhere in the API
+const uuid = z.uuid({ error: "must be a UUID" }).toLowerCase();
 
 const component = z.strictObject({
   connection_id: uuid.describe("a connection of the page's account"),
