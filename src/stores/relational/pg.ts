@@ -87,6 +87,13 @@ export function createPgStore(opts: PgStoreOptions): RelationalStore {
         throw classify(err);
       }
       let broken: Error | undefined;
+      // pg-pool listens for a client's errors only while it is idle: one that dies while checked
+      // out here (PostgreSQL restarted, the network cut) would emit 'error' with no listener and
+      // end the process. The statement under way rejects instead, and the client is dropped.
+      const onError = (err: Error) => {
+        broken = err;
+      };
+      client.on("error", onError);
       try {
         const tx = wrap(client);
         await tx.exec("BEGIN");
@@ -100,6 +107,7 @@ export function createPgStore(opts: PgStoreOptions): RelationalStore {
         });
         throw classify(err);
       } finally {
+        client.removeListener("error", onError);
         client.release(broken);
       }
     },
