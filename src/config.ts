@@ -121,6 +121,21 @@ export const envSchema = z.object({
       )
       .optional(),
   ),
+  STATUS_PAGE_DOMAINS: z.preprocess(
+    emptyToUndefined,
+    z
+      .string()
+      .refine(
+        (v) =>
+          v
+            .split(",")
+            .every((d) =>
+              /^\.?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i.test(d.trim()),
+            ),
+        "must be a comma-separated list of host names (status.example.com) or suffixes (.example.com)",
+      )
+      .optional(),
+  ),
   METRICS_PORT: z.preprocess(
     emptyToUndefined,
     z.coerce
@@ -218,6 +233,11 @@ export interface Config {
    * with `Authorization: Bearer <token>` (METRICS_TOKEN; the admin listener asks for it too when set).
    */
   metrics: { port: number | undefined; host: string; token: string | undefined };
+  /**
+   * The custom domains status pages may claim (STATUS_PAGE_DOMAINS): host names and `.suffix`es,
+   * lower case; null: any host name that is not an IP address nor Vigil's own.
+   */
+  statusPageDomains: string[] | null;
 }
 
 export class ConfigError extends Error {
@@ -335,5 +355,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         : e.CORS_ORIGINS.split(",").map((o) => o.trim())
       : null,
     metrics: { port: e.METRICS_PORT, host: e.METRICS_HOST, token: e.METRICS_TOKEN },
+    statusPageDomains: e.STATUS_PAGE_DOMAINS
+      ? e.STATUS_PAGE_DOMAINS.split(",").map((d) => d.trim().toLowerCase())
+      : null,
   };
 }

@@ -76,6 +76,26 @@ function matches(req: FastifyRequest, etag: string): boolean {
   });
 }
 
+/** The codings Accept-Encoding allows (q above 0); `*` allows any not named. */
+function accepted(header: string): (coding: string) => boolean {
+  const q = new Map<string, number>();
+  for (const part of header.split(",")) {
+    const [name = "", ...params] = part.trim().toLowerCase().split(";");
+    const qp = params.map((p) => p.trim()).find((p) => p.startsWith("q="));
+    q.set(name.trim(), qp ? Number(qp.slice(2)) : 1);
+  }
+  return (c) => (q.get(c) ?? q.get("*") ?? 0) > 0;
+}
+
+/** br, else gzip, when the client accepts it and the body was compressed; else none. */
+function encodingFor(header: string | undefined, r: Rendered): "br" | "gzip" | null {
+  if (!header || (!r.br && !r.gzip)) return null;
+  const ok = accepted(header);
+  if (r.br && ok("br")) return "br";
+  if (r.gzip && ok("gzip")) return "gzip";
+  return null;
+}
+
 function send(
   req: FastifyRequest,
   reply: FastifyReply,
@@ -84,9 +104,7 @@ function send(
   stale: boolean,
   extra: Record<string, string> = {},
 ) {
-  const ae = req.headers["accept-encoding"];
-  const encoding =
-    ae && r.br && ae.includes("br") ? "br" : ae && r.gzip && ae.includes("gzip") ? "gzip" : null;
+  const encoding = encodingFor(req.headers["accept-encoding"], r);
   reply.headers({
     "content-type": r.type,
     "cache-control": cache,
@@ -277,7 +295,20 @@ export async function registerStatusPages(app: FastifyInstance, ctx: AppContext)
   app.get<{ Params: { slug: string } }>("/status/:slug/logo", opts, async (req, reply) => {
     const e = await load(ctx, req.params.slug, reply, false);
     if (!e) return reply;
-    const r = await logoOf(ctx, e);
+    let r: Rendered | null;
+    try {
+      r = await logoOf(ctx, e);
+    } catch {
+      return reply
+        .code(503)
+        .headers({ "retry-after": "10", "cache-control": "no-store" })
+        .send({
+          error: {
+            code: "SERVICE_UNAVAILABLE",
+            message: "The logo cannot be read right now; retry shortly.",
+          },
+        });
+    }
     if (!r) return notFoundPage(reply, "This status page has no logo.");
     // the URL carries the logo's hash: a new logo is a new URL, so this one may be kept long
     return send(req, reply, r, "public, max-age=86400", isStale(e), { "content-security-policy": IMAGE_CSP });

@@ -1,4 +1,5 @@
 import { createHash, randomInt, randomUUID } from "node:crypto";
+import { isIP } from "node:net";
 import type { Actor } from "../core/actor.js";
 import type { AppContext } from "../core/context.js";
 import { conflict, forbidden, invalidInput, notFound } from "../core/errors.js";
@@ -181,13 +182,24 @@ function checkSlug(raw: string): string {
 function checkDomain(ctx: AppContext, raw: string | null | undefined): string | null {
   if (raw === null || raw === undefined || raw.trim() === "") return null;
   const host = raw.trim().toLowerCase().replace(/\.$/, "");
-  if (!HOST.test(host))
+  if (!HOST.test(host) || isIP(host) !== 0)
     throw invalidInput(
       "body.custom_domain",
-      "must be a host name such as status.example.com (letters, digits, hyphens and dots; no scheme, port or path)",
+      "must be a host name such as status.example.com (letters, digits, hyphens and dots; no IP address, scheme, port or path)",
     );
-  if (host === new URL(ctx.config.publicUrl).hostname)
-    throw invalidInput("body.custom_domain", "is Vigil's own host (PUBLIC_URL); use a host name of your own");
+  // Vigil's own host (and names under it) reach the API, the dashboard and the health probes
+  const own = new URL(ctx.config.publicUrl).hostname.toLowerCase();
+  if (host === own || host.endsWith(`.${own}`) || host === "localhost" || host.endsWith(".localhost"))
+    throw invalidInput(
+      "body.custom_domain",
+      `is Vigil's own host (${own}) or a name under it; use a host name of your own`,
+    );
+  const allowed = ctx.config.statusPageDomains;
+  if (allowed && !allowed.some((d) => (d.startsWith(".") ? host.endsWith(d) : host === d)))
+    throw invalidInput(
+      "body.custom_domain",
+      `is not among the domains this server lets status pages use (STATUS_PAGE_DOMAINS: ${allowed.join(", ")}); ask its operator`,
+    );
   return host;
 }
 

@@ -118,10 +118,12 @@ export async function selectPublicPage(
   return q.rows[0] ?? null;
 }
 
-/** Every page's custom domain and slug (the Host lookup's map). */
-export async function selectCustomDomains(db: Queryable): Promise<{ custom_domain: string; slug: string }[]> {
-  const q = await db.query<{ custom_domain: string; slug: string }>(
-    "SELECT custom_domain, slug FROM status_pages WHERE custom_domain IS NOT NULL",
+/** Every page's slug and custom domain (the public side's map of what exists). */
+export async function selectPublicNames(
+  db: Queryable,
+): Promise<{ custom_domain: string | null; slug: string }[]> {
+  const q = await db.query<{ custom_domain: string | null; slug: string }>(
+    "SELECT custom_domain, slug FROM status_pages",
   );
   return q.rows;
 }

@@ -71,6 +71,8 @@ export function overallOf(
   if (n("degraded_performance") > 0) return { indicator: "minor", description: "Degraded performance" };
   if (activePosts > 0) return { indicator: "minor", description: "Incident under investigation" };
   if (n("under_maintenance") > 0) return { indicator: "maintenance", description: "Under maintenance" };
+  if (states.length > 0 && n("unknown") === states.length)
+    return { indicator: "none", description: "No data yet" };
   return { indicator: "none", description: "All systems operational" };
 }
 

@@ -91,6 +91,11 @@ for (const backend of ["pglite", "postgres"] as const) {
       t.notMatch(html.body, "127.0.0.1:1", "nor its URL");
       t.notMatch(html.body, /<script/i, "no script");
 
+      const noBr = await visit("/status/alice-status", { "accept-encoding": "br;q=0, gzip" });
+      t.equal(noBr.headers["content-encoding"], "gzip", "br;q=0 is refused: gzip");
+      const br = await visit("/status/alice-status", { "accept-encoding": "gzip, br" });
+      t.equal(br.headers["content-encoding"], "br");
+      t.not(br.headers.etag, noBr.headers.etag, "each encoding has its own ETag");
       const again = await visit("/status/alice-status", { "if-none-match": String(html.headers.etag) });
       t.equal(again.statusCode, 304, "a matching If-None-Match is a 304");
 
@@ -221,6 +226,18 @@ for (const backend of ["pglite", "postgres"] as const) {
           body({ slug: "ok-slug", custom_domain: new URL(ctx.config.publicUrl).hostname + "." }),
           400,
           /body\.custom_domain/,
+        ],
+        [
+          "an IP address as a custom domain",
+          body({ slug: "ok-slug", custom_domain: "127.0.0.1" }),
+          400,
+          /body\.custom_domain: must be a host name .*no IP address/,
+        ],
+        [
+          "localhost as a custom domain",
+          body({ slug: "ok-slug", custom_domain: "api.localhost" }),
+          400,
+          /body\.custom_domain: is Vigil's own host/,
         ],
         [
           "an unknown field",
@@ -424,6 +441,29 @@ for (const backend of ["pglite", "postgres"] as const) {
       });
       t.equal(other.statusCode, 409, "a custom domain is one page's");
       t.match(other.json(), { error: { message: /custom domain status\.alice\.example is taken/ } });
+    });
+
+    await t.test("STATUS_PAGE_DOMAINS: only the operator's domains", async (t) => {
+      const strict = await testApp(t, {
+        sameStoresAs: ta,
+        env: { STATUS_PAGE_DOMAINS: "status.ok.example,.pages.example" },
+      });
+      const make = (slug: string, custom_domain: string) =>
+        call(strict.app, carol, "POST", "/v1/status-pages", {
+          ...body({ slug, custom_domain }),
+          groups: [{ name: "G", components: [{ connection_id: w.conns.PC, display_name: "C" }] }],
+        });
+      const refused = await make("carol-one", "status.carol.example");
+      t.equal(refused.statusCode, 400);
+      t.match(refused.json(), {
+        error: { message: /body\.custom_domain: is not among the domains .*STATUS_PAGE_DOMAINS/ },
+      });
+      t.equal(
+        (await make("carol-two", "carol.pages.example")).statusCode,
+        201,
+        "a name under an allowed suffix",
+      );
+      t.equal((await make("carol-three", "status.ok.example")).statusCode, 201, "an allowed name");
     });
 
     await t.test("DELETE: the page, feed, summary and badges are gone", async (t) => {

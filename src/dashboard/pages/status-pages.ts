@@ -261,7 +261,12 @@ const componentCount = (p: StatusPage) => p.groups.reduce((n, g) => n + g.compon
 
 /** Connections for the rows' selects, by account (those of `only` when it is given: an edit's page account). */
 async function connectionChoices(ctx: AppContext, req: FastifyRequest, only?: string | null) {
-  const { rows } = await listConnections(ctx, dashboardActor(req), { limit: 500, offset: 0 });
+  // an edit's page: its own account's connections only, so an older one of a busy user is still listed
+  const { rows } = await listConnections(ctx, dashboardActor(req), {
+    limit: 500,
+    offset: 0,
+    ...(only !== undefined ? { organizationId: only ?? "personal" } : {}),
+  });
   const accounts = new Map<string, { label: string; options: { id: string; name: string }[] }>();
   for (const c of rows) {
     const key = c.organization_id ?? "";
@@ -307,7 +312,10 @@ export async function registerStatusPagePages(scope: FastifyInstance, ctx: AppCo
           components: componentCount(p),
           active: (posts[i]?.incidents ?? []).filter((x) => x.status !== "resolved").length,
         })),
-        organizations: orgs.map((o) => ({ id: o.id, name: o.name, role: o.role })),
+        // a page of an organization is its admins' and owners' to create
+        organizations: orgs
+          .filter((o) => o.role === "admin" || o.role === "owner")
+          .map((o) => ({ id: o.id, name: o.name, role: o.role })),
         connections,
         form: s.form ?? emptyForm(),
         errors,
