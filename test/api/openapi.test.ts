@@ -26,7 +26,7 @@ t.test("/v1/openapi.json describes every route from the validating schemas", asy
   // every operation described is one the server serves
   for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
     for (const method of Object.keys(ops)) {
-      const url = path.replace("{id}", ":id");
+      const url = path.replace(/\{(\w+)\}/g, ":$1");
       t.ok(
         app.hasRoute({ method: method.toUpperCase() as "GET", url }),
         `${method.toUpperCase()} ${path} is served`,
