@@ -1,6 +1,7 @@
 /// <reference lib="dom" />
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import t, { type Test } from "tap";
@@ -20,8 +21,11 @@ import { axe, browser, newPage, requireChromium, signIn, vigil } from "./harness
  * a session. The public page is axe-clean in light and dark at 390 px with no sideways scroll,
  * works with JavaScript off (the bars and components are there), never shows a connection's own
  * name, and shows a title with <script> as text; a post is removed and a page deleted after the
- * confirmation; the dashboard's pages are axe-clean too. The docs' screenshots of the public page
- * (docs/images/status-page-{light,dark,phone}.png) are taken here, from the same data.
+ * confirmation; the dashboard's pages are axe-clean too. A logo is uploaded through the settings
+ * form (multipart) and served to visitors byte for byte; a text file named .png, a file over
+ * 256 KiB and the form without its CSRF token are refused and change nothing. The docs'
+ * screenshots of the public page (docs/images/status-page-{light,dark,phone}.png) are taken here,
+ * from the same data.
  */
 t.setTimeout(300_000);
 
@@ -30,6 +34,11 @@ const DAY = 86_400_000;
 const MIN = 60_000;
 const SLUG = "acme-cloud";
 const INTERNAL_TITLE = "internal-hook-worker-pool-3: 503 from 10.0.3.17";
+/** A 1×1 PNG, the logo uploaded through the forms. */
+const PNG = Buffer.from(
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=",
+  "base64",
+);
 
 /**
  * The connections: their own (internal) names, what visitors read instead, their response time,
@@ -436,16 +445,108 @@ t.test("status pages: create in the dashboard, write posts, read the public page
   t.equal(await renamed.page.locator("h1").textContent(), "Acme Cloud status");
   t.match(await renamed.page.locator("li.component").first().textContent(), /Public API/);
 
+  // a logo uploaded through the settings form (multipart): the public page shows those very bytes
+  const logoField = () => page.getByLabel(/^(New logo|Logo) file$/);
+  const storedPage = async () =>
+    (await api(`/v1/status-pages/${pageId}`)).body as {
+      title: string;
+      logo: { content_type: string; bytes: number; url: string } | null;
+    };
+  t.equal(await logoField().getAttribute("type"), "file", "the settings form has a labelled file input");
+  t.equal(await page.locator("#edit-page").getAttribute("enctype"), "multipart/form-data");
+  await logoField().setInputFiles({ name: "acme.png", mimeType: "image/png", buffer: PNG });
+  res = await submit(page, "Save page");
+  t.equal(res?.status(), 200, "the upload is saved");
+  t.match(await page.locator(".notice").textContent(), /status page was saved/);
+  t.match(await page.locator("#sp-logo-current").textContent(), /A PNG image of 1 KiB is shown/);
+  const withLogo = await visitor(t, b, pub);
+  const img = withLogo.page.locator("img.logo");
+  t.equal(await img.count(), 1, "the public page shows the logo");
+  const src = new URL((await img.getAttribute("src")) ?? "", pub).href;
+  t.ok(
+    await img.evaluate(
+      (el) => (el as HTMLImageElement).complete && (el as HTMLImageElement).naturalWidth > 0,
+    ),
+    "and the browser loaded it",
+  );
+  const logoRes = await fetch(src);
+  t.equal(logoRes.status, 200);
+  t.equal(logoRes.headers.get("content-type"), "image/png");
+  t.same(Buffer.from(await logoRes.arrayBuffer()), PNG, "the bytes uploaded");
+  const logoBefore = (await storedPage()).logo;
+
+  // a text file named .png: the core's message next to the field, the title not changed either
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "vigil-logo-"));
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const textPng = path.join(dir, "notes.png");
+  fs.writeFileSync(textPng, "These are release notes, not an image.\n");
+  await page.getByLabel("Title", { exact: true }).fill("Acme Cloud, renamed");
+  await logoField().setInputFiles(textPng);
+  res = await submit(page, "Save page");
+  t.equal(res?.status(), 400, "a file that is not an image is a 400");
+  t.match(await page.locator("#sp-logo-error").textContent(), /is not an image/);
+  t.equal(await logoField().getAttribute("aria-invalid"), "true");
+  t.match(await logoField().getAttribute("aria-describedby"), /sp-logo-error/);
+  t.equal(await page.getByLabel("Title", { exact: true }).inputValue(), "Acme Cloud, renamed", "values kept");
+  await axe(t, page, "settings with a logo error");
+  const unchanged = await storedPage();
+  t.equal(unchanged.title, "Acme Cloud status", "nothing changed: the title");
+  t.same(unchanged.logo, logoBefore, "nor the logo");
+
+  // a file over 256 KiB: said next to the field, nothing changed
+  const big = Buffer.concat([PNG, Buffer.alloc(256 * 1024 + 1 - PNG.length, 7)]);
+  await logoField().setInputFiles({ name: "huge.png", mimeType: "image/png", buffer: big });
+  res = await submit(page, "Save page");
+  t.equal(res?.status(), 413, "a file over 256 KiB is a 413");
+  t.match(await page.locator("#sp-logo-error").textContent(), /huge\.png is larger than 256 KiB/);
+  t.same((await storedPage()).logo, logoBefore, "the logo is not changed");
+  t.equal((await storedPage()).title, "Acme Cloud status", "nor the title");
+
+  // a new file and "Remove the logo" at once: refused rather than guessed
+  await logoField().setInputFiles({ name: "acme.png", mimeType: "image/png", buffer: PNG });
+  await page.getByLabel("Remove the logo").check();
+  res = await submit(page, "Save page");
+  t.equal(res?.status(), 400);
+  t.match(await page.locator("#sp-logo-error").textContent(), /not both/);
+
+  // the multipart form without its CSRF token: the dashboard's 403 page, nothing changed
+  await page.goto(`${v.url}/status-pages/${pageId}/edit`);
+  await page.getByLabel("Title", { exact: true }).fill("Forged title");
+  await logoField().setInputFiles({ name: "acme.png", mimeType: "image/png", buffer: PNG });
+  await page.locator('#edit-page input[name="_csrf"]').evaluate((el) => el.remove());
+  res = await submit(page, "Save page");
+  t.equal(res?.status(), 403, "refused without a CSRF token");
+  t.match(await page.locator("p.error").textContent(), /The form expired or came from another site/);
+  t.equal((await storedPage()).title, "Acme Cloud status", "nothing changed");
+
+  // an empty file input keeps the logo; "Remove the logo" removes it
+  await page.goto(`${v.url}/status-pages/${pageId}/edit`);
+  await page.getByLabel("Title", { exact: true }).fill("Acme Cloud status");
+  res = await submit(page, "Save page");
+  t.equal(res?.status(), 200);
+  t.same((await storedPage()).logo, logoBefore, "an empty file input keeps the logo");
+  await page.getByLabel("Remove the logo").check();
+  await submit(page, "Save page");
+  t.equal((await storedPage()).logo, null, "removed");
+  t.match(await page.locator("#sp-logo-current").textContent(), /No logo/);
+  t.equal(await (await visitor(t, b, pub)).page.locator("img.logo").count(), 0, "gone from the public page");
+
   // a second page titled with a script, listed as text, then deleted after the confirmation
   await page.goto(`${v.url}/status-pages`);
   await page.getByLabel("Slug", { exact: true }).fill("beta-status");
   await page.getByLabel("Title", { exact: true }).fill('Beta <script>alert("x")</script>');
   await fillRow(0, "Beta", COMPONENTS[0]?.internal ?? "", "Beta API");
+  await page.getByLabel("Logo file", { exact: true }).setInputFiles({
+    name: "beta.png",
+    mimeType: "image/png",
+    buffer: PNG,
+  });
   await submit(page, "Create page");
   t.match(page.url(), /notice=created$/);
   t.equal(await page.locator("h1").textContent(), 'Beta <script>alert("x")</script>');
   const beta = await visitor(t, b, `${v.url}/status/beta-status`);
   t.equal(await beta.page.locator("h1").textContent(), 'Beta <script>alert("x")</script>');
+  t.equal(await beta.page.locator("img.logo").count(), 1, "a logo chosen in the create form is shown");
   t.equal(await beta.page.locator("script").count(), 0);
   await page.goto(`${v.url}/status-pages`);
   t.equal(await page.locator("#pages-table tbody tr").count(), 2);

@@ -1,3 +1,4 @@
+import fastifyMultipart, { type MultipartFile } from "@fastify/multipart";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { z } from "zod";
 import { listConnections } from "../../connections/list.js";
@@ -21,6 +22,7 @@ import {
   createStatusPageBody,
   createUpdateBody,
   MAX_COMPONENTS,
+  MAX_LOGO_BYTES,
   updateStatusPageBody,
 } from "../../status-pages/schema.js";
 import { fieldErrors, type FormErrors, formOf, statusOfError } from "../forms.js";
@@ -36,8 +38,12 @@ import { dashboardActor } from "../session.js";
  * functions REST calls, with the body checked by REST's own schema, so a bad field gets the API's
  * message and a refused change the core's status and message.
  *
- * The logo is not set here: a form is url-encoded (no multipart parser is registered), so a logo
- * is sent as a data URL through `PUT /v1/status-pages/{id}`; the edit form can only remove it.
+ * The create and settings forms carry a logo file, so they alone post multipart/form-data: the
+ * parser (@fastify/multipart) is registered in a scope of their own two routes, and every other
+ * form and the REST API read url-encoded or JSON bodies as before. The file becomes the data URL
+ * REST takes (`data:<type>;base64,…`), so whether it is an image and of which type is the core's
+ * check (checkLogo), said next to the field; only a file over the limit is said here, since just
+ * its first MAX_LOGO_BYTES are kept.
  */
 
 const NOTICES: Record<string, string> = {
@@ -59,6 +65,26 @@ const MAX_ROWS = MAX_COMPONENTS + SPARE_ROWS;
  * message, url-encoded (the dashboard's 16 KiB holds about 60 rows, or a message in plain ASCII).
  */
 const FORM_LIMIT = 128 * 1024;
+/** Fields of the settings form: the rows' three each, the page's own and a few to spare. */
+const MAX_FIELDS = 3 * MAX_ROWS + 20;
+/** Longest field of a multipart form, in bytes: the description cut at 4,000 characters, in UTF-8. */
+const MAX_FIELD_BYTES = 16 * 1024;
+/**
+ * Largest multipart request read at all. Up to this a file over MAX_LOGO_BYTES is read and thrown
+ * away (busboy stops keeping it at the limit), so a photo of a few MiB chosen by mistake gets the
+ * form back with its message; a request declaring more (Content-Length) gets the error page before
+ * a byte is parsed.
+ */
+const MAX_UPLOAD = 20 * 1024 * 1024;
+
+/** The logo's file input as posted: what the browser declared, and the bytes unless there are too many. */
+interface LogoUpload {
+  filename: string;
+  mimetype: string;
+  bytes: Buffer;
+  /** Larger than MAX_LOGO_BYTES: `bytes` holds only the first of them. */
+  tooLarge: boolean;
+}
 
 /** One component row as typed. */
 interface RowForm {
@@ -76,6 +102,8 @@ interface PageForm {
   show_response_times: boolean;
   custom_domain: string;
   remove_logo: boolean;
+  /** The name of a logo file sent with a form that was refused: the browser does not keep it. */
+  logo_file: string;
   rows: RowForm[];
 }
 
@@ -106,6 +134,7 @@ function emptyForm(): PageForm {
     show_response_times: false,
     custom_domain: "",
     remove_logo: false,
+    logo_file: "",
     rows: withSpare([]),
   };
 }
@@ -120,6 +149,7 @@ function formOfPage(p: StatusPage): PageForm {
     show_response_times: p.show_response_times,
     custom_domain: p.custom_domain ?? "",
     remove_logo: false,
+    logo_file: "",
     rows: withSpare(
       p.groups.flatMap((g) =>
         g.components.map((c) => ({
@@ -152,8 +182,51 @@ function readPageForm(req: FastifyRequest): PageForm {
     show_response_times: f.show_response_times === "on",
     custom_domain: s("custom_domain", 300),
     remove_logo: f.remove_logo === "on",
+    logo_file: logoOf(req)?.filename.slice(0, 200) ?? "",
     rows,
   };
+}
+
+/**
+ * Reads the one file a settings form may carry into memory, up to MAX_LOGO_BYTES (busboy stops
+ * keeping bytes at the limit and marks the stream truncated), as the part's value in the body.
+ */
+async function readLogoPart(part: MultipartFile): Promise<void> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of part.file) chunks.push(chunk as Buffer);
+  const upload: LogoUpload = {
+    filename: part.filename,
+    mimetype: part.mimetype,
+    bytes: Buffer.concat(chunks),
+    tooLarge: part.file.truncated,
+  };
+  part.value = upload;
+}
+
+/** The logo file of a multipart form, or null: none posted, or the input left empty (keep the logo). */
+function logoOf(req: FastifyRequest): LogoUpload | null {
+  const v = (req.body as Record<string, unknown> | undefined)?.logo;
+  if (typeof v !== "object" || v === null || !("bytes" in v)) return null;
+  const u = v as LogoUpload;
+  // an empty file input is sent as a part with no file name and no bytes
+  return u.filename === "" && u.bytes.length === 0 ? null : u;
+}
+
+/**
+ * A multipart form's text fields together, held to the url-encoded form's limit (busboy counts
+ * fields and cuts each one, not their sum): the error page's 413, as for a url-encoded form.
+ */
+function checkFieldBytes(req: FastifyRequest): void {
+  if (!req.isMultipart()) return;
+  let n = 0;
+  for (const [k, v] of Object.entries((req.body ?? {}) as Record<string, unknown>))
+    for (const x of Array.isArray(v) ? v : [v])
+      if (typeof x === "string") n += Buffer.byteLength(k) + Buffer.byteLength(x) + 2;
+  if (n > FORM_LIMIT)
+    throw new ServiceError(
+      "too_large",
+      `The form's fields are larger than ${FORM_LIMIT / 1024} KiB; nothing was changed. Shorten the fields and try again.`,
+    );
 }
 
 /** Where each component of the body came from: `rowOf[group][component]` and each group's first row. */
@@ -167,7 +240,11 @@ interface RowMap {
  * group name form one group, in the order the names first appear. A row with a name but no
  * connection is refused (it would be dropped silently otherwise).
  */
-function bodyOf(form: PageForm, create: boolean): { body: Record<string, unknown>; map: RowMap } {
+function bodyOf(
+  form: PageForm,
+  create: boolean,
+  logo: LogoUpload | null,
+): { body: Record<string, unknown>; map: RowMap } {
   const groups: { name: string; components: { connection_id: string; display_name: string }[] }[] = [];
   const map: RowMap = { rowOf: [], firstRow: [] };
   const at = new Map<string, number>();
@@ -198,7 +275,20 @@ function bodyOf(form: PageForm, create: boolean): { body: Record<string, unknown
     groups,
   };
   if (create && form.organization_id) body.organization_id = form.organization_id;
-  if (!create && form.remove_logo) body.logo = null;
+  if (!create && form.remove_logo) {
+    if (logo) throw invalidInput("body.logo", "choose a new file or remove the logo, not both");
+    body.logo = null;
+  }
+  if (logo) {
+    // the size is the one check the core cannot make: only the first MAX_LOGO_BYTES were kept
+    if (logo.tooLarge)
+      throw new ServiceError(
+        "too_large",
+        `body.logo: ${logo.filename || "the file"} is larger than ${MAX_LOGO_BYTES / 1024} KiB, the most a logo may be; choose a smaller file`,
+        { field: "body.logo" },
+      );
+    body.logo = `data:${logo.mimetype};base64,${logo.bytes.toString("base64")}`;
+  }
   return { body, map };
 }
 
@@ -397,29 +487,6 @@ export async function registerStatusPagePages(scope: FastifyInstance, ctx: AppCo
 
   scope.get("/status-pages", async (req, reply) => listPage(req, reply));
 
-  scope.post(
-    "/status-pages",
-    { preHandler: scope.csrfProtection, bodyLimit: FORM_LIMIT },
-    async (req, reply) => {
-      const form = readPageForm(req);
-      let map: RowMap | null = null;
-      let created: StatusPage;
-      try {
-        const b = bodyOf(form, true);
-        map = b.map;
-        created = await createStatusPage(ctx, dashboardActor(req), parseBody(createStatusPageBody, b.body));
-      } catch (err) {
-        if (!(err instanceof ServiceError)) throw err;
-        return listPage(req, reply, {
-          form,
-          errors: settingsErrors(err, map),
-          status: statusOfError(err),
-        });
-      }
-      return reply.code(303).header("location", `/status-pages/${created.id}?notice=created`).send();
-    },
-  );
-
   scope.get<{ Params: { id: string } }>("/status-pages/:id", async (req, reply) =>
     postsPage(req, reply, idOf(req.params.id)),
   );
@@ -428,29 +495,82 @@ export async function registerStatusPagePages(scope: FastifyInstance, ctx: AppCo
     editPage(req, reply, idOf(req.params.id)),
   );
 
-  scope.post<{ Params: { id: string } }>(
-    "/status-pages/:id/edit",
-    { preHandler: scope.csrfProtection, bodyLimit: FORM_LIMIT },
-    async (req, reply) => {
-      const id = idOf(req.params.id);
-      const form = readPageForm(req);
-      let map: RowMap | null = null;
-      try {
-        const b = bodyOf(form, false);
-        map = b.map;
-        await updateStatusPage(ctx, dashboardActor(req), id, parseBody(updateStatusPageBody, b.body));
-      } catch (err) {
-        // the page gone or never seen: the 404 page (a connection not found is the form's message)
-        if (!(err instanceof ServiceError) || pageGone(err)) throw err;
-        return editPage(req, reply, id, {
-          form,
-          errors: settingsErrors(err, map),
-          status: statusOfError(err),
-        });
-      }
-      return reply.code(303).header("location", `/status-pages/${id}/edit?notice=saved`).send();
-    },
-  );
+  // The two forms with a logo file, in a scope of their own: the only routes that read multipart.
+  // The body is parsed in preValidation (attachFieldsToBody), so `_csrf` is in req.body when the
+  // CSRF check, a preHandler, reads it; the session check and the error page are the dashboard's.
+  await scope.register(async (forms) => {
+    forms.addHook("onRequest", async (req) => {
+      if (Number(req.headers["content-length"] ?? 0) > MAX_UPLOAD)
+        throw new ServiceError(
+          "too_large",
+          `The form is larger than ${MAX_UPLOAD / 1024 / 1024} MiB; nothing was changed. A logo may be at most ${MAX_LOGO_BYTES / 1024} KiB: choose a smaller file.`,
+        );
+    });
+    await forms.register(fastifyMultipart, {
+      attachFieldsToBody: "keyValues",
+      onFile: readLogoPart,
+      // a file over the limit is cut and marked, not an error: the form says so next to the field
+      throwFileSizeLimit: false,
+      limits: {
+        fileSize: MAX_LOGO_BYTES,
+        files: 1,
+        fields: MAX_FIELDS,
+        parts: MAX_FIELDS + 1,
+        fieldSize: MAX_FIELD_BYTES,
+        fieldNameSize: 100,
+        headerPairs: 20,
+      },
+    });
+
+    forms.post(
+      "/status-pages",
+      { preHandler: forms.csrfProtection, bodyLimit: FORM_LIMIT },
+      async (req, reply) => {
+        checkFieldBytes(req);
+        const form = readPageForm(req);
+        let map: RowMap | null = null;
+        let created: StatusPage;
+        try {
+          const b = bodyOf(form, true, logoOf(req));
+          map = b.map;
+          created = await createStatusPage(ctx, dashboardActor(req), parseBody(createStatusPageBody, b.body));
+        } catch (err) {
+          if (!(err instanceof ServiceError)) throw err;
+          return listPage(req, reply, {
+            form,
+            errors: settingsErrors(err, map),
+            status: statusOfError(err),
+          });
+        }
+        return reply.code(303).header("location", `/status-pages/${created.id}?notice=created`).send();
+      },
+    );
+
+    forms.post<{ Params: { id: string } }>(
+      "/status-pages/:id/edit",
+      { preHandler: forms.csrfProtection, bodyLimit: FORM_LIMIT },
+      async (req, reply) => {
+        const id = idOf(req.params.id);
+        checkFieldBytes(req);
+        const form = readPageForm(req);
+        let map: RowMap | null = null;
+        try {
+          const b = bodyOf(form, false, logoOf(req));
+          map = b.map;
+          await updateStatusPage(ctx, dashboardActor(req), id, parseBody(updateStatusPageBody, b.body));
+        } catch (err) {
+          // the page gone or never seen: the 404 page (a connection not found is the form's message)
+          if (!(err instanceof ServiceError) || pageGone(err)) throw err;
+          return editPage(req, reply, id, {
+            form,
+            errors: settingsErrors(err, map),
+            status: statusOfError(err),
+          });
+        }
+        return reply.code(303).header("location", `/status-pages/${id}/edit?notice=saved`).send();
+      },
+    );
+  });
 
   scope.post<{ Params: { id: string } }>(
     "/status-pages/:id/delete",
