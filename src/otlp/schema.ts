@@ -1,0 +1,66 @@
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import protobuf from "protobufjs";
+
+/**
+ * The OTLP message types, read from the OpenTelemetry project's own .proto files (vendored by
+ * scripts/otlp-protos.sh) through protobufjs' reflection. The folder is found beside this module,
+ * so it is src/otlp/proto when running the sources and dist/src/otlp/proto (copied by
+ * `npm run build`) when running the build.
+ */
+export const PROTO_DIR = fileURLToPath(new URL("./proto/", import.meta.url));
+
+const PROTO_FILES = [
+  "opentelemetry/proto/collector/metrics/v1/metrics_service.proto",
+  "opentelemetry/proto/collector/trace/v1/trace_service.proto",
+];
+
+/**
+ * google.rpc.Status, the body of every OTLP/HTTP 4xx and 5xx response. It is not among the OTLP
+ * files; this is its definition in googleapis' google/rpc/status.proto (Apache-2.0).
+ */
+const STATUS_PROTO = `syntax = "proto3";
+package google.rpc;
+import "google/protobuf/any.proto";
+message Status { int32 code = 1; string message = 2; repeated google.protobuf.Any details = 3; }`;
+
+export interface OtlpTypes {
+  metricsRequest: protobuf.Type;
+  metricsResponse: protobuf.Type;
+  tracesRequest: protobuf.Type;
+  tracesResponse: protobuf.Type;
+  status: protobuf.Type;
+}
+
+let types: OtlpTypes | undefined;
+
+/** The types, loaded at first use (a few milliseconds), then kept for the life of the process. */
+export function otlpTypes(): OtlpTypes {
+  types ??= load();
+  return types;
+}
+
+function load(): OtlpTypes {
+  if (!fs.existsSync(path.join(PROTO_DIR, PROTO_FILES[0] ?? ""))) {
+    throw new Error(
+      `OTLP .proto files not found in ${PROTO_DIR}: run \`npm run build\` (it copies src/otlp/proto)`,
+    );
+  }
+  const root = new protobuf.Root();
+  // Every import in the OTLP files is relative to the folder that holds opentelemetry/.
+  root.resolvePath = (_origin, target) => path.join(PROTO_DIR, target);
+  root.loadSync(PROTO_FILES);
+  // protobufjs bundles google/protobuf/any.proto (as JSON): add it, then parse Status into the root.
+  const any = protobuf.common.get("google/protobuf/any.proto");
+  if (any?.nested) root.addJSON(any.nested);
+  protobuf.parse(STATUS_PROTO, root);
+  root.resolveAll();
+  return {
+    metricsRequest: root.lookupType("opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceRequest"),
+    metricsResponse: root.lookupType("opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceResponse"),
+    tracesRequest: root.lookupType("opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest"),
+    tracesResponse: root.lookupType("opentelemetry.proto.collector.trace.v1.ExportTraceServiceResponse"),
+    status: root.lookupType("google.rpc.Status"),
+  };
+}

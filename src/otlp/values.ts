@@ -1,0 +1,61 @@
+import type { Attributes, AttributeValue } from "./types.js";
+import type { PbAnyValue, PbInt64, PbKeyValue } from "./wire.js";
+
+/** An int64 (signed or not, as the Long says) as a bigint. */
+export function toBigInt(v: PbInt64): bigint {
+  if (typeof v === "number") return BigInt(v);
+  const bits = (BigInt(v.high >>> 0) << 32n) | BigInt(v.low >>> 0);
+  return v.unsigned ? bits : BigInt.asIntN(64, bits);
+}
+
+/**
+ * An int64 as a number: exact within ±(2^53 − 1), rounded beyond (check with isSafeInteger on the
+ * result: the parts add exactly below 2^53, and a rounded sum is never a safe integer).
+ */
+export function toNumber(v: PbInt64): number {
+  if (typeof v === "number") return v;
+  return (v.unsigned ? v.high >>> 0 : v.high) * 4294967296 + (v.low >>> 0);
+}
+
+/** Lowercase hex of an id's bytes ("" when unset: protobufjs' default is then an empty array). */
+export function toHex(bytes: Uint8Array | number[]): string {
+  if (bytes.length === 0) return "";
+  return (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes)).toString("hex");
+}
+
+/** Deeper values than this are refused rather than walked (no attribute needs it). */
+export const MAX_ATTRIBUTE_DEPTH = 32;
+
+export class AttributeDepthError extends Error {}
+
+export function toAttributes(list: PbKeyValue[], depth = 0): Attributes {
+  const out: Attributes = Object.create(null) as Attributes;
+  for (const kv of list) out[kv.key] = toAttributeValue(kv.value, depth);
+  return out;
+}
+
+function toAttributeValue(v: PbAnyValue | null, depth: number): AttributeValue {
+  if (v === null) return null;
+  if (depth >= MAX_ATTRIBUTE_DEPTH) throw new AttributeDepthError();
+  switch (v.value) {
+    case "stringValue":
+      return v.stringValue;
+    case "boolValue":
+      return v.boolValue;
+    case "intValue": {
+      const n = toNumber(v.intValue);
+      return Number.isSafeInteger(n) ? n : toBigInt(v.intValue);
+    }
+    case "doubleValue":
+      return v.doubleValue;
+    case "arrayValue":
+      return (v.arrayValue?.values ?? []).map((item) => toAttributeValue(item, depth + 1));
+    case "kvlistValue":
+      return toAttributes(v.kvlistValue?.values ?? [], depth + 1);
+    case "bytesValue":
+      return Uint8Array.from(v.bytesValue); // a copy: a decoded Buffer is a view of the request body
+    default:
+      // unset, or string_value_strindex (a profiles-only dictionary reference)
+      return null;
+  }
+}
