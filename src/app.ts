@@ -22,6 +22,7 @@ import { openApiDocument } from "./http/openapi.js";
 import { registerRoutes } from "./http/route.js";
 import { registerMcp } from "./mcp/server.js";
 import { registerStatusPages, rewriteStatusHost } from "./http/status-pages.js";
+import { registerOtlp } from "./http/otlp.js";
 import { browserNotFound, registerDashboard } from "./dashboard/index.js";
 import { mcpAuthenticate, registerOAuth } from "./oauth/routes.js";
 import { routes, tags } from "./http/routes/index.js";
@@ -190,6 +191,8 @@ export async function buildApp(ctx: AppContext, opts: AppOptions = {}): Promise<
   registerAuth(app, ctx, limiter, opts.fixedActor);
   // One table drives the routes, their document and the interactive reference at /docs.
   registerRoutes(app, ctx, routes);
+  // OTLP/HTTP for gateways that speak OpenTelemetry: its own body parsers and error bodies
+  await registerOtlp(app, ctx, toApiError);
   const openapi = openApiDocument(routes, tags, ctx.config.publicUrl, "0.1.0");
   app.get("/v1/openapi.json", async () => openapi);
   await registerDocs(app, openapi);

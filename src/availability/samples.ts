@@ -125,7 +125,7 @@ export function heartbeatSample(h: {
   ts: Date;
   received: Date;
   status: string;
-  latencyMs: number;
+  latencyMs: number | null;
   pidAlive: boolean;
 }): Sample | null {
   if (h.ts.getTime() < h.received.getTime() - MAX_HEARTBEAT_SAMPLE_AGE_MS) return null;

@@ -157,7 +157,10 @@ export function registerInputRules(app: FastifyInstance): void {
     const field =
       unstorableText(req.params, "params") ??
       unstorableText(req.query, "query") ??
-      (storableBodies.has(req.body as object) ? null : unstorableText(req.body, "body"));
+      // a Buffer is an OTLP body (http/otlp.ts): bytes, decoded and checked by its own route
+      (storableBodies.has(req.body as object) || Buffer.isBuffer(req.body)
+        ? null
+        : unstorableText(req.body, "body"));
     if (field) return done(new ApiError(400, "VALIDATION_ERROR", `${field}: ${UNSTORABLE}.`, { field }));
     done();
   });

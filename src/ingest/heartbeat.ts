@@ -1,17 +1,13 @@
 import { hash } from "node:crypto";
 import { invalidInput } from "../core/errors.js";
-import { budgetWatch } from "../budgets/watch.js";
 import type { AppContext } from "../core/context.js";
 import type { IngestionKeyActor } from "../core/actor.js";
-import { gatewayHeartbeats, gatewayModelUsage, type RowOf } from "../stores/series/tables.js";
-import { heartbeatSample, samplesCommitted, samplesWrite } from "../availability/samples.js";
-import { withMaintenanceFlags } from "../maintenance/lookup.js";
+import type { gatewayModelUsage, RowOf } from "../stores/series/tables.js";
 import type { HeartbeatBody } from "./heartbeat-schema.js";
 import { costUsd } from "./pricing.js";
 import { heartbeatRepeats } from "./repeats.js";
 import { priceBook } from "./pricing.js";
-import { reportGatewayHealth } from "../probes/heartbeats.js";
-import { markLate } from "../anomalies/late.js";
+import { recordGatewayBeats } from "./record.js";
 import { heartbeatsIngested } from "../lib/metrics.js";
 
 /** How far in the future a period may end before it is refused as a clock error. */
@@ -122,71 +118,33 @@ export async function ingestHeartbeat(ctx: AppContext, p: IngestionKeyActor, bod
   }
 
   const pidAlive = body.system?.gatewayPidAlive ?? true;
-  const sample = heartbeatSample({
-    connectionId,
-    ts,
-    received,
-    status: body.gateway.status,
-    latencyMs: body.gateway.latencyMs,
-    pidAlive,
-  });
-  // flagged when a maintenance window covers the connection (docs/maintenance.md)
-  const samples = await withMaintenanceFlags(ctx, sample ? [sample] : []);
   // The period's own estimate when given, else the sum of the per-model costs.
   const spentUsd = period?.estimatedCostUsd ?? models.reduce((s, m) => s + m.cost_usd, 0);
-  await ctx.stores.series.write([
+  await recordGatewayBeats(ctx, [
     {
-      table: gatewayHeartbeats,
-      rows: [
-        {
-          ts,
-          connection_id: connectionId,
-          heartbeat_id: id,
-          status: body.gateway.status,
-          healthy: body.gateway.status === "healthy",
-          latency_ms: body.gateway.latencyMs,
-          version: body.gateway.version,
-          pid_alive: pidAlive,
-          system: body.system ? JSON.stringify(body.system) : null,
-          period_start: start ?? null,
-          period_end: end ?? null,
-          input_tokens: period?.inputTokens ?? 0,
-          output_tokens: period?.outputTokens ?? 0,
-          cache_read_tokens: period?.cacheReadTokens ?? 0,
-          cache_write_tokens: period?.cacheWriteTokens ?? 0,
-          request_count: period?.requestCount ?? 0,
-          cost_usd: spentUsd,
-          received_at: received,
-        },
-      ],
+      heartbeat: {
+        ts,
+        connection_id: connectionId,
+        heartbeat_id: id,
+        status: body.gateway.status,
+        healthy: body.gateway.status === "healthy",
+        latency_ms: body.gateway.latencyMs,
+        version: body.gateway.version,
+        pid_alive: pidAlive,
+        system: body.system ? JSON.stringify(body.system) : null,
+        period_start: start ?? null,
+        period_end: end ?? null,
+        input_tokens: period?.inputTokens ?? 0,
+        output_tokens: period?.outputTokens ?? 0,
+        cache_read_tokens: period?.cacheReadTokens ?? 0,
+        cache_write_tokens: period?.cacheWriteTokens ?? 0,
+        request_count: period?.requestCount ?? 0,
+        cost_usd: spentUsd,
+        received_at: received,
+      },
+      models,
     },
-    { table: gatewayModelUsage, rows: models },
-    // one group commit with the heartbeat: the sample is never stored without it
-    samplesWrite(samples),
   ]);
   heartbeatsIngested.inc();
-  // spend a budget counts is noticed now, not at the budget job's next run (budgets/watch.ts)
-  if (spentUsd > 0) budgetWatch(ctx).spent(connectionId, spentUsd * 100, ts);
-  const marking = samplesCommitted(ctx, samples);
-  if (marking) await marking;
-  // a heartbeat for a period long past (buffered while its daemon was cut off): the detector judges it again
-  const late = markLate(ctx, [{ ts, connection_id: connectionId }]);
-  if (late) await late;
-  const healthy = body.gateway.status === "healthy";
-  const available = healthy && pidAlive;
-  const counted = reportGatewayHealth(ctx, {
-    connectionId,
-    heartbeatId: id,
-    ts,
-    received,
-    available,
-    reason: available ? null : healthy ? "process_down" : "gateway_unhealthy",
-    error: available
-      ? null
-      : healthy
-        ? "gateway process is not alive"
-        : `gateway status ${body.gateway.status}`,
-  });
-  if (counted instanceof Promise) await counted;
   return { message: "Heartbeat recorded", heartbeat_id: id };
 }

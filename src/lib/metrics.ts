@@ -39,6 +39,12 @@ export const heartbeatsIngested = new client.Counter({
   help: "Gateway heartbeats accepted and stored.",
 });
 
+export const otlpPoints = new client.Counter({
+  name: "vigil_otlp_items_total",
+  help: "OTLP data points (metrics) and spans (traces) received, by what became of them: stored, rejected (partial success) or ignored (not GenAI).",
+  labelNames: ["signal", "outcome"] as const,
+});
+
 export const usageEntriesIngested = new client.Counter({
   name: "vigil_usage_entries_ingested_total",
   help: "Usage entries accepted and stored (PUT /v1/usage).",

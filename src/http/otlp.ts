@@ -1,0 +1,153 @@
+import { createGunzip } from "node:zlib";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { AppContext } from "../core/context.js";
+import { ServiceError } from "../core/errors.js";
+import { decodeMetricsRequest, decodeTracesRequest } from "../otlp/decode.js";
+import { encodeMetricsResponse, encodeStatus, encodeTracesResponse, RpcCode } from "../otlp/encode.js";
+import { ingestOtlpMetrics, ingestOtlpTraces } from "../otlp/ingest.js";
+import type { OtlpEncoding } from "../otlp/types.js";
+import { actorOf } from "./auth.js";
+import { ApiError } from "./errors.js";
+
+/**
+ * OTLP/HTTP (issue #35; docs/otlp.md): `POST /v1/otlp/v1/metrics` and `POST /v1/otlp/v1/traces`,
+ * so an exporter configured with `OTEL_EXPORTER_OTLP_ENDPOINT=https://vigil.example/v1/otlp` and
+ * `OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer <ingestion key>` sends here.
+ *
+ * As the OTLP specification says: bodies in binary protobuf (`application/x-protobuf`) or OTLP/JSON
+ * (`application/json`), optionally gzip-compressed; answers in the request's encoding: 200 with
+ * an Export…ServiceResponse (its partial_success naming what was rejected or ignored), every
+ * error with a google.rpc.Status; 429 and 503 with Retry-After, which exporters wait for before
+ * they retry. The gateway's usage-ingestion key authenticates, as for heartbeats.
+ */
+
+/** Largest body read, after decompression (an exporter's batch of 100s of series is far below). */
+export const OTLP_BODY_LIMIT = 8 * 1024 * 1024;
+/** Seconds an exporter is told to wait on a 503 (well within an exporter's 10 s export timeout). */
+const RETRY_AFTER_SECONDS = 2;
+
+const PROTOBUF = "application/x-protobuf";
+const JSON_TYPE = "application/json";
+
+/** The encoding a request's Content-Type names (JSON only when it says so). */
+function encodingOf(req: FastifyRequest): OtlpEncoding {
+  const type = req.headers["content-type"] ?? "";
+  return /^application\/json\b/i.test(type) ? "json" : "protobuf";
+}
+
+const GRPC_OF_STATUS: Record<number, number> = {
+  400: RpcCode.INVALID_ARGUMENT,
+  401: RpcCode.UNAUTHENTICATED,
+  403: RpcCode.PERMISSION_DENIED,
+  413: RpcCode.INVALID_ARGUMENT,
+  415: RpcCode.INVALID_ARGUMENT,
+  429: RpcCode.RESOURCE_EXHAUSTED,
+  503: RpcCode.UNAVAILABLE,
+};
+
+function send(reply: FastifyReply, status: number, body: Buffer, encoding: OtlpEncoding) {
+  return reply
+    .code(status)
+    .header("Content-Type", encoding === "json" ? JSON_TYPE : PROTOBUF)
+    .send(body);
+}
+
+/** Registers both endpoints in their own scope: their body parsers and error bodies are OTLP's. */
+export async function registerOtlp(
+  app: FastifyInstance,
+  ctx: AppContext,
+  toApiError: (err: unknown, bodyLimit?: number) => ApiError,
+): Promise<void> {
+  await app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser([PROTOBUF, JSON_TYPE], { parseAs: "buffer" }, (_req, body, done) =>
+      done(null, body),
+    );
+    scope.addContentTypeParser("*", (req, _payload, done) =>
+      done(
+        new ApiError(
+          415,
+          "UNSUPPORTED_MEDIA_TYPE",
+          `Content-Type ${req.headers["content-type"] ?? "(none)"} is not OTLP/HTTP: send ${PROTOBUF} or ${JSON_TYPE}.`,
+        ),
+      ),
+    );
+    // gzip, as OTLP exporters compress; the limit applies to the decompressed body
+    scope.addHook("preParsing", (req, _reply, payload, done) => {
+      const enc = (req.headers["content-encoding"] ?? "identity").toLowerCase().trim();
+      if (enc === "identity" || enc === "") return done(null, payload);
+      if (enc !== "gzip")
+        return done(
+          new ApiError(
+            415,
+            "UNSUPPORTED_MEDIA_TYPE",
+            `Content-Encoding ${enc} is not supported: send gzip or none.`,
+          ),
+        );
+      const gunzip = createGunzip();
+      payload.on("error", (err) => gunzip.destroy(err));
+      const out = payload.pipe(gunzip);
+      // Fastify compares Content-Length with what it reads: the compressed length is no longer it
+      delete req.headers["content-length"];
+      out.on("error", () => {});
+      done(null, out);
+    });
+    scope.setErrorHandler((err, req, reply) => {
+      const encoding = encodingOf(req);
+      let apiErr: ApiError;
+      const e = err as { code?: string };
+      if (e.code === "Z_DATA_ERROR" || e.code === "Z_BUF_ERROR")
+        apiErr = new ApiError(
+          400,
+          "VALIDATION_ERROR",
+          "The body is not valid gzip (Content-Encoding: gzip).",
+        );
+      else if (err instanceof ServiceError && err.code === "invalid_input")
+        apiErr = new ApiError(400, "VALIDATION_ERROR", err.message);
+      else apiErr = toApiError(err, OTLP_BODY_LIMIT);
+      const status = apiErr.statusCode;
+      if (status === 503 && !reply.hasHeader("retry-after")) reply.header("Retry-After", RETRY_AFTER_SECONDS);
+      if (status >= 500 && status !== 503) req.log.error({ err }, "OTLP request failed");
+      else if (status === 503 && !(err instanceof ApiError))
+        req.log.warn({ err: (err as Error).message }, "store unavailable");
+      // an exporter retries 429, 502, 503 and 504 only; anything else unknown is a 500 it drops
+      const code = GRPC_OF_STATUS[status] ?? (status >= 500 ? RpcCode.INTERNAL : RpcCode.INVALID_ARGUMENT);
+      return send(reply, status, encodeStatus(code, apiErr.message, encoding), encoding);
+    });
+
+    const config = { errorStyle: "envelope" as const, auth: { ingestion: true } as const, ingest: true };
+    scope.post(
+      "/v1/otlp/v1/metrics",
+      { bodyLimit: OTLP_BODY_LIMIT, config, compress: false },
+      async (req, reply) => {
+        const encoding = encodingOf(req);
+        const body = bodyOf(req);
+        const request = decodeMetricsRequest(body, encoding);
+        const actor = actorOf(req);
+        if (actor.type !== "ingestion_key")
+          throw new ApiError(403, "FORBIDDEN", "This endpoint only accepts a key with role usage-ingestion.");
+        const outcome = await ingestOtlpMetrics(ctx, actor, request);
+        return send(reply, 200, encodeMetricsResponse(outcome, encoding), encoding);
+      },
+    );
+    scope.post(
+      "/v1/otlp/v1/traces",
+      { bodyLimit: OTLP_BODY_LIMIT, config, compress: false },
+      async (req, reply) => {
+        const encoding = encodingOf(req);
+        const body = bodyOf(req);
+        const request = decodeTracesRequest(body, encoding);
+        const actor = actorOf(req);
+        if (actor.type !== "ingestion_key")
+          throw new ApiError(403, "FORBIDDEN", "This endpoint only accepts a key with role usage-ingestion.");
+        const outcome = await ingestOtlpTraces(ctx, actor, request);
+        return send(reply, 200, encodeTracesResponse(outcome, encoding), encoding);
+      },
+    );
+  });
+}
+
+/** The request's body as bytes (an absent body is an empty request, which OTLP answers with success). */
+function bodyOf(req: FastifyRequest): Buffer {
+  return Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+}

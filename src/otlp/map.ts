@@ -1,0 +1,549 @@
+import { hash } from "node:crypto";
+import type {
+  Attributes,
+  AttributeValue,
+  HistogramDataPoint,
+  NumberDataPoint,
+  OtlpMetricsRequest,
+  OtlpTracesRequest,
+} from "./types.js";
+
+/**
+ * What Vigil reads of OpenTelemetry's GenAI semantic conventions (docs/otlp.md has the table):
+ * token usage, requests, errors and latency per gateway instance and model, from metrics
+ * (`gen_ai.client.token.usage` and the newer `gen_ai.client.inference.usage.*` counters, with
+ * `gen_ai.client.operation.duration` / `gen_ai.client.inference.duration`) or from spans (the
+ * `gen_ai.usage.*` attributes, v1.36-and-earlier names and current ones alike).
+ *
+ * This module is pure: it turns a decoded export request into points and usage groups. Turning a
+ * cumulative point into an increment needs the series' previous point (cumulative.ts); the ingest
+ * (ingest.ts) stores the groups as heartbeat rows.
+ */
+
+const NS_PER_MS = 1_000_000n;
+/** A point's time may be at most this far ahead of Vigil's clock (as a heartbeat's period end). */
+export const MAX_FUTURE_MS = 5 * 60_000;
+/** Points older than this are refused: an exporter's buffer never holds data that old. */
+export const MAX_AGE_MS = 30 * 86_400_000;
+/** A cumulative series seen for the first time counts in full when it started at most this long before its point. */
+export const FIRST_POINT_WINDOW_MS = 86_400_000;
+/** As a heartbeat's byModel: at most this many models per instance per export interval. */
+export const MAX_MODELS_PER_GROUP = 500;
+
+/** What a used point adds to. */
+export type Measure = "input" | "output" | "cache_read" | "cache_write" | "duration";
+
+/** One data point Vigil uses, before a cumulative one is turned into an increment. */
+export interface UsagePoint {
+  instance: string;
+  version: string | null;
+  /** Stable identity of the series: instance, metric and the point's attributes. */
+  seriesKey: string;
+  measure: Measure;
+  cumulative: boolean;
+  startNs: bigint;
+  timeNs: bigint;
+  /** Tokens, or for duration seconds. */
+  value: number;
+  /** Operations the value covers (a histogram's count; 0 for a counter). */
+  count: number;
+  model: string;
+  provider: string | null;
+  /** The operation failed (`error.type` set on a duration point). */
+  failed: boolean;
+}
+
+/** A point turned into what it adds. */
+export interface Increment {
+  point: UsagePoint;
+  value: number;
+  count: number;
+  /** Start of the interval the increment covers (ns). */
+  fromNs: bigint;
+}
+
+/** What an export request gave: the points used, and what was left out and why. */
+export interface MappedMetrics {
+  points: UsagePoint[];
+  /** Points refused (invalid values or times); each reason is in `problems`. */
+  rejected: number;
+  problems: string[];
+  /** Data points of metrics Vigil does not read, by metric name. */
+  ignored: Map<string, number>;
+  /** The request carried GenAI token metrics (spans' token attributes then step aside). */
+  tokenMetrics: boolean;
+}
+
+type MetricRole =
+  | { kind: "token-usage" }
+  | { kind: "tokens"; measure: Exclude<Measure, "duration"> }
+  | { kind: "duration" }
+  | { kind: "known" };
+
+/** Metric names Vigil reads, and GenAI ones it knows and deliberately leaves (not "unknown"). */
+const METRICS = new Map<string, MetricRole>([
+  ["gen_ai.client.token.usage", { kind: "token-usage" }],
+  ["gen_ai.client.inference.usage.input_tokens", { kind: "tokens", measure: "input" }],
+  ["gen_ai.client.inference.usage.output_tokens", { kind: "tokens", measure: "output" }],
+  ["gen_ai.client.inference.usage.cache_read.input_tokens", { kind: "tokens", measure: "cache_read" }],
+  ["gen_ai.client.inference.usage.cache_write.input_tokens", { kind: "tokens", measure: "cache_write" }],
+  ["gen_ai.client.operation.duration", { kind: "duration" }],
+  ["gen_ai.client.inference.duration", { kind: "duration" }],
+  // subsets of the counters above, or distributions the conventions say not to sum
+  ["gen_ai.client.inference.usage.reasoning.output_tokens", { kind: "known" }],
+  ["gen_ai.client.inference.operation.input_tokens", { kind: "known" }],
+  ["gen_ai.client.inference.operation.output_tokens", { kind: "known" }],
+]);
+
+const TOKEN_TYPES: Record<string, Exclude<Measure, "duration">> = {
+  input: "input",
+  prompt: "input",
+  output: "output",
+  completion: "output",
+};
+
+const str = (v: AttributeValue | undefined): string | null =>
+  typeof v === "string" && v !== "" ? v : typeof v === "number" || typeof v === "bigint" ? String(v) : null;
+
+/** The gateway instance a resource names: `service.instance.id`, else `host.name`, else `service.name`. */
+export function instanceOf(resource: Attributes): string {
+  return (
+    str(resource["service.instance.id"]) ??
+    str(resource["host.name"]) ??
+    str(resource["service.name"]) ??
+    "default"
+  ).slice(0, 200);
+}
+
+const modelOf = (a: Attributes) =>
+  (str(a["gen_ai.response.model"]) ?? str(a["gen_ai.request.model"]) ?? "unknown").slice(0, 200);
+const providerOf = (a: Attributes) =>
+  (str(a["gen_ai.provider.name"]) ?? str(a["gen_ai.system"]))?.slice(0, 100) ?? null;
+
+/** Attributes as stable text (sorted keys), for a series' identity. */
+function stable(v: AttributeValue): string {
+  if (typeof v === "bigint") return `${v}n`;
+  if (v instanceof Uint8Array) return `b:${Buffer.from(v).toString("base64")}`;
+  if (Array.isArray(v)) return `[${v.map(stable).join(",")}]`;
+  if (v && typeof v === "object")
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${stable(v[k] as AttributeValue)}`)
+      .join(",")}}`;
+  return JSON.stringify(v);
+}
+
+export const digest = (text: string) => hash("sha256", text, "base64url").slice(0, 32);
+
+const nsToMs = (ns: bigint) => Number(ns / NS_PER_MS);
+
+/**
+ * A point's time checked against Vigil's clock; null when fine, else what is wrong with it.
+ */
+function timeProblem(timeNs: bigint, nowMs: number): string | null {
+  if (timeNs === 0n) return "time_unix_nano is not set";
+  const ms = nsToMs(timeNs);
+  if (ms > nowMs + MAX_FUTURE_MS)
+    return "time_unix_nano is more than 5 minutes in the future; check the exporter's clock";
+  if (ms < nowMs - MAX_AGE_MS) return "time_unix_nano is more than 30 days in the past";
+  return null;
+}
+
+/** Collects problems as a few distinct messages with counts. */
+class Problems {
+  readonly counts = new Map<string, number>();
+  rejected = 0;
+  add(message: string, points = 1) {
+    this.rejected += points;
+    this.counts.set(message, (this.counts.get(message) ?? 0) + points);
+  }
+  list(): string[] {
+    return [...this.counts].map(([m, n]) => `${n} ${n === 1 ? "point" : "points"}: ${m}`);
+  }
+}
+
+/**
+ * The GenAI points of a metrics export request. A point is refused (counted in `rejected`, its
+ * reason in `problems`) when its value is missing, not finite, negative or beyond 2^53, its time
+ * unset or far off, or its temporality unspecified; a point flagged "no recorded value" is
+ * skipped. Points of other metrics are counted in `ignored`.
+ */
+export function mapMetrics(req: OtlpMetricsRequest, nowMs: number): MappedMetrics {
+  const points: UsagePoint[] = [];
+  const problems = new Problems();
+  const ignored = new Map<string, number>();
+  let tokenMetrics = false;
+  for (const rm of req.resourceMetrics) {
+    const instance = instanceOf(rm.resource.attributes);
+    const version = str(rm.resource.attributes["service.version"])?.slice(0, 64) ?? null;
+    for (const sm of rm.scopeMetrics) {
+      for (const m of sm.metrics) {
+        const role = METRICS.get(m.name);
+        if (!role || role.kind === "known") {
+          if (m.dataPoints.length > 0) ignored.set(m.name, (ignored.get(m.name) ?? 0) + m.dataPoints.length);
+          continue;
+        }
+        if (role.kind !== "duration") tokenMetrics = true;
+        if (m.type !== "sum" && m.type !== "histogram") {
+          problems.add(
+            `${m.name} is a ${m.type}; Vigil reads it as a sum or a histogram`,
+            m.dataPoints.length,
+          );
+          continue;
+        }
+        if (m.aggregationTemporality === "unspecified") {
+          problems.add(`${m.name} has no aggregation temporality (delta or cumulative)`, m.dataPoints.length);
+          continue;
+        }
+        const cumulative = m.aggregationTemporality === "cumulative";
+        // a duration in milliseconds (an older instrumentation) is read as seconds
+        const scale = role.kind === "duration" && m.unit === "ms" ? 0.001 : 1;
+        for (const p of m.dataPoints as (NumberDataPoint | HistogramDataPoint)[]) {
+          if ((p.flags & 1) === 1) continue; // no recorded value: nothing to add
+          let value: number | null;
+          let count: number;
+          if ("value" in p) {
+            value = p.value;
+            count = 0;
+          } else {
+            value = p.sum;
+            count = p.count;
+          }
+          if (p.unsafeInteger) {
+            problems.add(`${m.name}: a value beyond 2^53 cannot be counted exactly`);
+            continue;
+          }
+          if (value === null) {
+            problems.add(`${m.name}: the point has no value (a histogram needs its sum)`);
+            continue;
+          }
+          if (!Number.isFinite(value) || value < 0) {
+            problems.add(`${m.name}: values must be finite and not negative`);
+            continue;
+          }
+          const when = timeProblem(p.timeUnixNano, nowMs);
+          if (when) {
+            problems.add(`${m.name}: ${when}`);
+            continue;
+          }
+          if (cumulative && p.startTimeUnixNano === 0n) {
+            problems.add(`${m.name}: a cumulative point needs start_time_unix_nano`);
+            continue;
+          }
+          let measure: Measure;
+          if (role.kind === "token-usage") {
+            const type = str(p.attributes["gen_ai.token.type"]);
+            const known = type ? TOKEN_TYPES[type] : undefined;
+            if (!known) {
+              const name = `${m.name} (gen_ai.token.type ${type ?? "unset"})`;
+              ignored.set(name, (ignored.get(name) ?? 0) + 1);
+              continue;
+            }
+            measure = known;
+          } else measure = role.kind === "tokens" ? role.measure : "duration";
+          points.push({
+            instance,
+            version,
+            seriesKey: digest(`${instance}\n${m.name}\n${stable(p.attributes)}`),
+            measure,
+            cumulative,
+            startNs: p.startTimeUnixNano,
+            timeNs: p.timeUnixNano,
+            value: value * scale,
+            count,
+            model: modelOf(p.attributes),
+            provider: providerOf(p.attributes),
+            failed: measure === "duration" && str(p.attributes["error.type"]) !== null,
+          });
+        }
+      }
+    }
+  }
+  return { points, rejected: problems.rejected, problems: problems.list(), ignored, tokenMetrics };
+}
+
+/** The previous point of a cumulative series, as cumulative.ts keeps it. */
+export interface SeriesState {
+  startNs: bigint;
+  timeNs: bigint;
+  value: number;
+  count: number;
+  prev: { startNs: bigint; timeNs: bigint; value: number; count: number } | null;
+}
+
+/**
+ * What a cumulative point adds, given the series' state before it: null when the point is older
+ * than the state's (a resend of an earlier export, or out of order: its interval is counted).
+ *
+ * - No state: the first point counts in full when its series started within a day of it (an
+ *   exporter pointed at Vigil from its start); an older counter is a baseline (0) and counts from
+ *   its next point on.
+ * - The state's own point again (a resend): the increment it gave the first time, from `prev`.
+ * - Another start time or a smaller value: the counter restarted; the point counts in full.
+ * - Otherwise the difference.
+ */
+export function cumulativeIncrement(
+  p: { startNs: bigint; timeNs: bigint; value: number; count: number },
+  s: SeriesState | null,
+): { value: number; count: number; fromNs: bigint } | null {
+  const fresh = () =>
+    nsToMs(p.timeNs) - nsToMs(p.startNs) <= FIRST_POINT_WINDOW_MS
+      ? { value: p.value, count: p.count, fromNs: p.startNs }
+      : { value: 0, count: 0, fromNs: p.timeNs };
+  if (!s) return fresh();
+  if (p.timeNs < s.timeNs) return null;
+  if (p.timeNs === s.timeNs) {
+    if (p.startNs !== s.startNs) return null; // a point of an earlier life of the series: already counted
+    const prev = s.prev;
+    if (!prev) return fresh();
+    if (prev.startNs !== s.startNs || s.value < prev.value || s.count < prev.count)
+      return { value: s.value, count: s.count, fromNs: s.startNs };
+    return { value: s.value - prev.value, count: s.count - prev.count, fromNs: prev.timeNs };
+  }
+  if (p.startNs !== s.startNs || p.value < s.value || p.count < s.count)
+    return { value: p.value, count: p.count, fromNs: p.startNs };
+  return { value: p.value - s.value, count: p.count - s.count, fromNs: s.timeNs };
+}
+
+/** One model's share of a group. */
+export interface ModelUsage {
+  model: string;
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  providers: Set<string>;
+}
+
+/**
+ * One gateway instance's usage over one export interval (points of the same time), or its spans
+ * ending in one 10-second window: stored as one heartbeat row with a model row per model.
+ */
+export interface UsageGroup {
+  signal: "metrics" | "traces";
+  instance: string;
+  version: string | null;
+  /** The row's time: the points' time, or the latest span end (ms). */
+  timeMs: number;
+  fromMs: number;
+  /** What the group is made of, for its id: series keys and times, or span ids. */
+  parts: string[];
+  models: Map<string, ModelUsage>;
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  /** Operations: a duration's count, else the input token histogram's count, or the spans. */
+  requests: number;
+  tokenRequests: number;
+  errors: number;
+  durationSeconds: number;
+  durationCount: number;
+}
+
+function newGroup(
+  signal: UsageGroup["signal"],
+  instance: string,
+  version: string | null,
+  timeMs: number,
+): UsageGroup {
+  return {
+    signal,
+    instance,
+    version,
+    timeMs,
+    fromMs: timeMs,
+    parts: [],
+    models: new Map(),
+    input: 0,
+    output: 0,
+    cacheRead: 0,
+    cacheWrite: 0,
+    requests: 0,
+    tokenRequests: 0,
+    errors: 0,
+    durationSeconds: 0,
+    durationCount: 0,
+  };
+}
+
+function modelIn(g: UsageGroup, model: string): ModelUsage {
+  let m = g.models.get(model);
+  if (!m) {
+    m = { model, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, providers: new Set() };
+    g.models.set(model, m);
+  }
+  return m;
+}
+
+/** Token counts are whole numbers; a histogram's sum of them is too, up to float noise. */
+const whole = (n: number) => Math.round(n);
+
+/**
+ * Increments grouped per instance and point time. The requests of a group are its duration
+ * points' count (every operation, failed ones too), else its input-token histogram's count.
+ */
+export function groupIncrements(increments: readonly Increment[]): UsageGroup[] {
+  const groups = new Map<string, UsageGroup>();
+  for (const inc of increments) {
+    const p = inc.point;
+    const timeMs = nsToMs(p.timeNs);
+    const key = `${p.instance}\n${timeMs}`;
+    let g = groups.get(key);
+    if (!g) {
+      g = newGroup("metrics", p.instance, p.version, timeMs);
+      groups.set(key, g);
+    }
+    g.parts.push(`${p.seriesKey}:${p.startNs}:${p.timeNs}`);
+    g.fromMs = Math.min(g.fromMs, nsToMs(inc.fromNs));
+    const m = modelIn(g, p.model);
+    if (p.provider) m.providers.add(p.provider);
+    switch (p.measure) {
+      case "input":
+        m.input += whole(inc.value);
+        g.input += whole(inc.value);
+        g.tokenRequests += inc.count;
+        break;
+      case "output":
+        m.output += whole(inc.value);
+        g.output += whole(inc.value);
+        break;
+      case "cache_read":
+        m.cacheRead += whole(inc.value);
+        g.cacheRead += whole(inc.value);
+        break;
+      case "cache_write":
+        m.cacheWrite += whole(inc.value);
+        g.cacheWrite += whole(inc.value);
+        break;
+      case "duration":
+        g.durationSeconds += inc.value;
+        g.durationCount += inc.count;
+        if (p.failed) g.errors += inc.count;
+        break;
+    }
+  }
+  for (const g of groups.values()) {
+    g.requests = g.durationCount > 0 ? g.durationCount : g.tokenRequests;
+    // a model only timed, with no tokens, is not a usage row
+    for (const [name, m] of g.models)
+      if (m.input + m.output + m.cacheRead + m.cacheWrite === 0 && g.models.size > 1) g.models.delete(name);
+  }
+  return [...groups.values()];
+}
+
+const SPAN_WINDOW_MS = 10_000;
+
+const TOKEN_ATTRIBUTES: [Exclude<Measure, "duration">, string[]][] = [
+  ["input", ["gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"]],
+  ["output", ["gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"]],
+  ["cache_read", ["gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens"]],
+  ["cache_write", ["gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens"]],
+];
+
+const GENAI_MARKERS = [
+  "gen_ai.operation.name",
+  "gen_ai.request.model",
+  "gen_ai.response.model",
+  "gen_ai.provider.name",
+  "gen_ai.system",
+];
+
+export interface MappedSpans {
+  groups: UsageGroup[];
+  /** GenAI spans used. */
+  used: number;
+  rejected: number;
+  problems: string[];
+  /** Spans that are not GenAI operations. */
+  ignored: number;
+}
+
+/**
+ * The GenAI spans of a traces export request (a span with a `gen_ai.*` operation, model or
+ * provider attribute), grouped per instance and 10-second window of their end times. Each span is
+ * one request: its tokens from the `gen_ai.usage.*` attributes, its latency its duration, an
+ * error when its status is ERROR or it has `error.type`.
+ */
+export function mapSpans(req: OtlpTracesRequest, nowMs: number): MappedSpans {
+  const groups = new Map<string, UsageGroup>();
+  const problems = new Problems();
+  let used = 0;
+  let ignored = 0;
+  for (const rs of req.resourceSpans) {
+    const instance = instanceOf(rs.resource.attributes);
+    const version = str(rs.resource.attributes["service.version"])?.slice(0, 64) ?? null;
+    for (const ss of rs.scopeSpans) {
+      for (const span of ss.spans) {
+        const a = span.attributes;
+        if (
+          !GENAI_MARKERS.some((k) => a[k] !== undefined) &&
+          !TOKEN_ATTRIBUTES.some(([, ks]) => ks.some((k) => a[k] !== undefined))
+        ) {
+          ignored++;
+          continue;
+        }
+        const when = timeProblem(span.endTimeUnixNano, nowMs);
+        if (when) {
+          problems.add(`span: ${when.replace("time_unix_nano", "end_time_unix_nano")}`);
+          continue;
+        }
+        if (span.startTimeUnixNano === 0n || span.startTimeUnixNano > span.endTimeUnixNano) {
+          problems.add("span: start_time_unix_nano is unset or after end_time_unix_nano");
+          continue;
+        }
+        const tokens: Partial<Record<Exclude<Measure, "duration">, number>> = {};
+        let bad: string | null = null;
+        for (const [measure, keys] of TOKEN_ATTRIBUTES) {
+          const key = keys.find((k) => a[k] !== undefined);
+          if (!key) continue;
+          const v = a[key];
+          const n = typeof v === "string" && /^\d+$/.test(v) ? Number(v) : v;
+          if (typeof n !== "number" || !Number.isSafeInteger(n) || n < 0) {
+            bad = `span: ${key} must be a whole number of tokens, 0 or more`;
+            break;
+          }
+          tokens[measure] = n;
+        }
+        if (bad) {
+          problems.add(bad);
+          continue;
+        }
+        used++;
+        const endMs = nsToMs(span.endTimeUnixNano);
+        const window = Math.floor(endMs / SPAN_WINDOW_MS);
+        const key = `${instance}\n${window}`;
+        let g = groups.get(key);
+        if (!g) {
+          g = newGroup("traces", instance, version, endMs);
+          groups.set(key, g);
+        }
+        g.timeMs = Math.max(g.timeMs, endMs);
+        g.fromMs = Math.min(g.fromMs, nsToMs(span.startTimeUnixNano));
+        g.parts.push(`${span.traceId}:${span.spanId}`);
+        const m = modelIn(g, modelOf(a));
+        const provider = providerOf(a);
+        if (provider) m.providers.add(provider);
+        m.input += tokens.input ?? 0;
+        m.output += tokens.output ?? 0;
+        m.cacheRead += tokens.cache_read ?? 0;
+        m.cacheWrite += tokens.cache_write ?? 0;
+        g.input += tokens.input ?? 0;
+        g.output += tokens.output ?? 0;
+        g.cacheRead += tokens.cache_read ?? 0;
+        g.cacheWrite += tokens.cache_write ?? 0;
+        g.requests++;
+        g.durationCount++;
+        g.durationSeconds += Number(span.endTimeUnixNano - span.startTimeUnixNano) / 1e9;
+        if (span.status.code === "error" || str(a["error.type"]) !== null) g.errors++;
+      }
+    }
+  }
+  return {
+    groups: [...groups.values()],
+    used,
+    rejected: problems.rejected,
+    problems: problems.list(),
+    ignored,
+  };
+}
