@@ -1,4 +1,3 @@
-import { createGunzip } from "node:zlib";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { AppContext } from "../core/context.js";
 import { ServiceError } from "../core/errors.js";
@@ -72,26 +71,8 @@ export async function registerOtlp(
         ),
       ),
     );
-    // gzip, as OTLP exporters compress; the limit applies to the decompressed body
-    scope.addHook("preParsing", (req, _reply, payload, done) => {
-      const enc = (req.headers["content-encoding"] ?? "identity").toLowerCase().trim();
-      if (enc === "identity" || enc === "") return done(null, payload);
-      if (enc !== "gzip")
-        return done(
-          new ApiError(
-            415,
-            "UNSUPPORTED_MEDIA_TYPE",
-            `Content-Encoding ${enc} is not supported: send gzip or none.`,
-          ),
-        );
-      const gunzip = createGunzip();
-      payload.on("error", (err) => gunzip.destroy(err));
-      const out = payload.pipe(gunzip);
-      // Fastify compares Content-Length with what it reads: the compressed length is no longer it
-      delete req.headers["content-length"];
-      out.on("error", () => {});
-      done(null, out);
-    });
+    // gzip (as exporters send it) is undone before the parser by @fastify/compress (app.ts), for
+    // every route; the body limit applies to the decompressed body
     scope.setErrorHandler((err, req, reply) => {
       const encoding = encodingOf(req);
       let apiErr: ApiError;
