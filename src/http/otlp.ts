@@ -1,8 +1,15 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { IngestionKeyActor } from "../core/actor.js";
 import type { AppContext } from "../core/context.js";
 import { ServiceError } from "../core/errors.js";
 import { decodeMetricsRequest, decodeTracesRequest } from "../otlp/decode.js";
-import { encodeMetricsResponse, encodeStatus, encodeTracesResponse, RpcCode } from "../otlp/encode.js";
+import {
+  encodeMetricsResponse,
+  encodeStatus,
+  encodeTracesResponse,
+  type ExportOutcome,
+  RpcCode,
+} from "../otlp/encode.js";
 import { ingestOtlpMetrics, ingestOtlpTraces } from "../otlp/ingest.js";
 import type { OtlpEncoding } from "../otlp/types.js";
 import { actorOf } from "./auth.js";
@@ -97,34 +104,24 @@ export async function registerOtlp(
     });
 
     const config = { errorStyle: "envelope" as const, auth: { ingestion: true } as const, ingest: true };
-    scope.post(
-      "/v1/otlp/v1/metrics",
-      { bodyLimit: OTLP_BODY_LIMIT, config, compress: false },
-      async (req, reply) => {
+    /** One signal's endpoint: decode, check the key's role, ingest, answer in the request's encoding. */
+    const endpoint = <R>(
+      path: string,
+      decode: (body: Buffer, encoding: OtlpEncoding) => R,
+      ingest: (ctx: AppContext, actor: IngestionKeyActor, request: R) => Promise<ExportOutcome>,
+      encode: (outcome: ExportOutcome, encoding: OtlpEncoding) => Buffer,
+    ) =>
+      scope.post(path, { bodyLimit: OTLP_BODY_LIMIT, config, compress: false }, async (req, reply) => {
         const encoding = encodingOf(req);
-        const body = bodyOf(req);
-        const request = decodeMetricsRequest(body, encoding);
+        const request = decode(bodyOf(req), encoding);
         const actor = actorOf(req);
         if (actor.type !== "ingestion_key")
           throw new ApiError(403, "FORBIDDEN", "This endpoint only accepts a key with role usage-ingestion.");
-        const outcome = await ingestOtlpMetrics(ctx, actor, request);
-        return send(reply, 200, encodeMetricsResponse(outcome, encoding), encoding);
-      },
-    );
-    scope.post(
-      "/v1/otlp/v1/traces",
-      { bodyLimit: OTLP_BODY_LIMIT, config, compress: false },
-      async (req, reply) => {
-        const encoding = encodingOf(req);
-        const body = bodyOf(req);
-        const request = decodeTracesRequest(body, encoding);
-        const actor = actorOf(req);
-        if (actor.type !== "ingestion_key")
-          throw new ApiError(403, "FORBIDDEN", "This endpoint only accepts a key with role usage-ingestion.");
-        const outcome = await ingestOtlpTraces(ctx, actor, request);
-        return send(reply, 200, encodeTracesResponse(outcome, encoding), encoding);
-      },
-    );
+        const outcome = await ingest(ctx, actor, request);
+        return send(reply, 200, encode(outcome, encoding), encoding);
+      });
+    endpoint("/v1/otlp/v1/metrics", decodeMetricsRequest, ingestOtlpMetrics, encodeMetricsResponse);
+    endpoint("/v1/otlp/v1/traces", decodeTracesRequest, ingestOtlpTraces, encodeTracesResponse);
   });
 }
 
