@@ -1,4 +1,3 @@
-import net from "node:net";
 import t from "tap";
 import { buildApp } from "../../src/app.js";
 import { loadConfig } from "../../src/config.js";
@@ -11,6 +10,7 @@ import { createPgStore } from "../../src/stores/relational/pg.js";
 import { createSqlSeriesStore } from "../../src/stores/series/sql.js";
 import { StoreSupervisor } from "../../src/stores/supervisor.js";
 import { freshDatabaseUrl, requireBackend } from "../helpers/backends.js";
+import { cuttableProxy } from "../helpers/proxy.js";
 import { call } from "../helpers/tenants.js";
 
 /**
@@ -20,33 +20,6 @@ import { call } from "../helpers/tenants.js";
  * same in-process and in a second, so it also runs where a private cluster cannot be started
  * (store-restart.test.ts stops a real one).
  */
-async function cuttableProxy(target: URL) {
-  const sockets = new Set<net.Socket>();
-  let up = true;
-  const server = net.createServer((client) => {
-    if (!up) return client.destroy();
-    const upstream = net.connect(Number(target.port || 5432), target.hostname);
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on("close", () => sockets.delete(s));
-      s.on("error", () => {});
-    }
-    client.pipe(upstream).pipe(client);
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    cut() {
-      up = false;
-      for (const s of sockets) s.destroy();
-    },
-    restore() {
-      up = true;
-    },
-    close: () => new Promise<void>((r) => server.close(() => r())),
-  };
-}
-
 t.test("PostgreSQL unreachable under a running app: 503 with Retry-After, then back", async (t) => {
   if (!(await requireBackend(t, "postgres"))) return;
   const direct = new URL(await freshDatabaseUrl(t));

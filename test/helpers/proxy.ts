@@ -56,3 +56,47 @@ export async function pausableProxy(target: string): Promise<PausableProxy> {
       }),
   };
 }
+
+export interface CuttableProxy {
+  /** The proxy's port on 127.0.0.1. */
+  port: number;
+  /** Drops every connection and refuses new ones, as a server that went away. */
+  cut(): void;
+  restore(): void;
+  close(): Promise<void>;
+}
+
+/**
+ * A TCP proxy in front of a real server that can be cut: the server seems gone (connections
+ * dropped, new ones refused) without stopping it (fault injection on the network).
+ */
+export async function cuttableProxy(target: URL, defaultPort = 5432): Promise<CuttableProxy> {
+  const sockets = new Set<net.Socket>();
+  let up = true;
+  const server = net.createServer((client) => {
+    if (!up) return client.destroy();
+    const upstream = net.connect(Number(target.port || defaultPort), target.hostname);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on("close", () => sockets.delete(s));
+      s.on("error", () => {});
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    cut() {
+      up = false;
+      for (const s of sockets) s.destroy();
+    },
+    restore() {
+      up = true;
+    },
+    close: () =>
+      new Promise<void>((r) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => r());
+      }),
+  };
+}
