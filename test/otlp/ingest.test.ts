@@ -11,6 +11,8 @@ import {
 } from "@opentelemetry/sdk-metrics";
 import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import t, { type Test } from "tap";
+import { READ_PERMISSIONS } from "../../src/core/actor.js";
+import { gatewayUsage } from "../../src/usage/gateway-usage.js";
 import { type TestApp, testApp } from "../helpers/app.js";
 import { type BackendName, requireBackend } from "../helpers/backends.js";
 import { call, seedTenants } from "../helpers/tenants.js";
@@ -289,6 +291,28 @@ for (const [relational, series] of backends) {
             got.gateway?.heartbeats,
             ROUNDS.length,
             "one heartbeat per export interval, each resend stored once",
+          );
+          // what an assistant asks over MCP (get_gateway_usage) reads the same rows
+          const bob = {
+            type: "user",
+            userId: w.users.bob.id,
+            via: "oauth",
+            permissions: new Set(READ_PERMISSIONS),
+          } as const;
+          const mcp = async (id: string) => {
+            const r = await gatewayUsage(ta.ctx, bob, { connectionId: id, period: "day" });
+            return {
+              spend: r.totalSpendCents,
+              input: r.inputTokens,
+              output: r.outputTokens,
+              requests: r.totalRequests,
+              heartbeats: r.heartbeats,
+            };
+          };
+          t.same(
+            await mcp(gw.id),
+            await mcp(beats.id),
+            "get_gateway_usage gives the same as for the heartbeats",
           );
           const conn = await call(ta.app, owner, "GET", `/v1/connections/${gw.id}`);
           t.equal(
