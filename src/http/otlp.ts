@@ -79,7 +79,13 @@ export async function registerOtlp(
       ),
     );
     // gzip (as exporters send it) is undone before the parser by @fastify/compress (app.ts), for
-    // every route; the body limit applies to the decompressed body
+    // every route; the body limit applies to the decompressed body. Content codings are
+    // case-insensitive (RFC 9110 §8.4.1); the plugin compares them as written.
+    scope.addHook("onRequest", (req, _reply, done) => {
+      const enc = req.headers["content-encoding"];
+      if (typeof enc === "string") req.headers["content-encoding"] = enc.toLowerCase();
+      done();
+    });
     scope.setErrorHandler((err, req, reply) => {
       const encoding = encodingOf(req);
       let apiErr: ApiError;

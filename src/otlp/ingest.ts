@@ -65,7 +65,13 @@ function capModels(groups: UsageGroup[], pointsOf: (g: UsageGroup) => number) {
   let rejected = 0;
   const problems: string[] = [];
   for (const g of groups) {
-    if (g.models.size > MAX_MODELS_PER_GROUP) {
+    if (g.input + g.output + g.cacheRead + g.cacheWrite + g.requests > Number.MAX_SAFE_INTEGER) {
+      const n = pointsOf(g);
+      rejected += n;
+      problems.push(
+        `instance ${g.instance}: its counts in one export interval add up beyond 2^53; its ${n} ${n === 1 ? "item was" : "items were"} rejected`,
+      );
+    } else if (g.models.size > MAX_MODELS_PER_GROUP) {
       const n = pointsOf(g);
       rejected += n;
       problems.push(

@@ -1,4 +1,5 @@
 import { hash } from "node:crypto";
+import { LIMITS } from "../core/limits.js";
 import type {
   Attributes,
   AttributeValue,
@@ -153,12 +154,13 @@ function timeProblem(timeNs: bigint, nowMs: number): string | null {
 class Problems {
   readonly counts = new Map<string, number>();
   rejected = 0;
+  constructor(private readonly unit: [string, string] = ["point", "points"]) {}
   add(message: string, points = 1) {
     this.rejected += points;
     this.counts.set(message, (this.counts.get(message) ?? 0) + points);
   }
   list(): string[] {
-    return [...this.counts].map(([m, n]) => `${n} ${n === 1 ? "point" : "points"}: ${m}`);
+    return [...this.counts].map(([m, n]) => `${n} ${n === 1 ? this.unit[0] : this.unit[1]}: ${m}`);
   }
 }
 
@@ -219,6 +221,10 @@ export function mapMetrics(req: OtlpMetricsRequest, nowMs: number): MappedMetric
           }
           if (!Number.isFinite(value) || value < 0) {
             problems.add(`${m.name}: values must be finite and not negative`);
+            continue;
+          }
+          if (role.kind !== "duration" && (value > LIMITS.tokens || count > LIMITS.tokens)) {
+            problems.add(`${m.name}: a token count must be at most ${LIMITS.tokens}`);
             continue;
           }
           const when = timeProblem(p.timeUnixNano, nowMs);
@@ -385,8 +391,13 @@ const whole = (n: number) => Math.round(n);
  */
 export function groupIncrements(increments: readonly Increment[]): UsageGroup[] {
   const groups = new Map<string, UsageGroup>();
+  // the same point twice in one request (a Collector merging a retry with the original): once
+  const seen = new Set<string>();
   for (const inc of increments) {
     const p = inc.point;
+    const part = `${p.seriesKey}:${p.startNs}:${p.timeNs}`;
+    if (seen.has(part)) continue;
+    seen.add(part);
     const timeMs = nsToMs(p.timeNs);
     const key = `${p.instance}\n${timeMs}`;
     let g = groups.get(key);
@@ -394,7 +405,7 @@ export function groupIncrements(increments: readonly Increment[]): UsageGroup[] 
       g = newGroup("metrics", p.instance, p.version, timeMs);
       groups.set(key, g);
     }
-    g.parts.push(`${p.seriesKey}:${p.startNs}:${p.timeNs}`);
+    g.parts.push(part);
     g.fromMs = Math.min(g.fromMs, nsToMs(inc.fromNs));
     const m = modelIn(g, p.model);
     if (p.provider) m.providers.add(p.provider);
@@ -467,7 +478,8 @@ export interface MappedSpans {
  */
 export function mapSpans(req: OtlpTracesRequest, nowMs: number): MappedSpans {
   const groups = new Map<string, UsageGroup>();
-  const problems = new Problems();
+  const problems = new Problems(["span", "spans"]);
+  const seen = new Set<string>();
   let used = 0;
   let ignored = 0;
   for (const rs of req.resourceSpans) {
@@ -485,11 +497,11 @@ export function mapSpans(req: OtlpTracesRequest, nowMs: number): MappedSpans {
         }
         const when = timeProblem(span.endTimeUnixNano, nowMs);
         if (when) {
-          problems.add(`span: ${when.replace("time_unix_nano", "end_time_unix_nano")}`);
+          problems.add(when.replace("time_unix_nano", "end_time_unix_nano"));
           continue;
         }
         if (span.startTimeUnixNano === 0n || span.startTimeUnixNano > span.endTimeUnixNano) {
-          problems.add("span: start_time_unix_nano is unset or after end_time_unix_nano");
+          problems.add("start_time_unix_nano is unset or after end_time_unix_nano");
           continue;
         }
         const tokens: Partial<Record<Exclude<Measure, "duration">, number>> = {};
@@ -499,8 +511,8 @@ export function mapSpans(req: OtlpTracesRequest, nowMs: number): MappedSpans {
           if (!key) continue;
           const v = a[key];
           const n = typeof v === "string" && /^\d+$/.test(v) ? Number(v) : v;
-          if (typeof n !== "number" || !Number.isSafeInteger(n) || n < 0) {
-            bad = `span: ${key} must be a whole number of tokens, 0 or more`;
+          if (typeof n !== "number" || !Number.isSafeInteger(n) || n < 0 || n > LIMITS.tokens) {
+            bad = `${key} must be a whole number of tokens, from 0 to ${LIMITS.tokens}`;
             break;
           }
           tokens[measure] = n;
@@ -508,6 +520,13 @@ export function mapSpans(req: OtlpTracesRequest, nowMs: number): MappedSpans {
         if (bad) {
           problems.add(bad);
           continue;
+        }
+        // the same span twice in one request: once
+        // (a span without ids, which OTLP does not allow, is never taken for another)
+        const part = `${span.traceId}:${span.spanId}`;
+        if (span.spanId !== "") {
+          if (seen.has(part)) continue;
+          seen.add(part);
         }
         used++;
         const endMs = nsToMs(span.endTimeUnixNano);
@@ -520,7 +539,7 @@ export function mapSpans(req: OtlpTracesRequest, nowMs: number): MappedSpans {
         }
         g.timeMs = Math.max(g.timeMs, endMs);
         g.fromMs = Math.min(g.fromMs, nsToMs(span.startTimeUnixNano));
-        g.parts.push(`${span.traceId}:${span.spanId}`);
+        g.parts.push(part);
         const m = modelIn(g, modelOf(a));
         const provider = providerOf(a);
         if (provider) m.providers.add(provider);

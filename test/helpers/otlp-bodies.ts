@@ -167,11 +167,16 @@ export const spanIdOf = (n: number) => (n + 1).toString(16).padStart(16, "b");
 /** OTLP/JSON ids are hex where ProtoJSON has base64: rewrite them before protojson reads them. */
 function hexIdsToBase64(json: Json): Json {
   const copy = structuredClone(json);
+  // structuredClone keeps an object listed twice as one object: convert each span once
+  const done = new Set<Json>();
   for (const rs of (copy.resourceSpans as Json[] | undefined) ?? [])
     for (const ss of (rs.scopeSpans as Json[] | undefined) ?? [])
-      for (const span of (ss.spans as Json[] | undefined) ?? [])
+      for (const span of (ss.spans as Json[] | undefined) ?? []) {
+        if (done.has(span)) continue;
+        done.add(span);
         for (const f of ["traceId", "spanId", "parentSpanId"])
           if (typeof span[f] === "string") span[f] = Buffer.from(span[f], "hex").toString("base64");
+      }
   return copy;
 }
 
