@@ -6,6 +6,7 @@ import { parseArgs } from "node:util";
 import type { Config } from "../src/config.js";
 import { createKey, createUser } from "../src/identity/accounts.js";
 import { SERVER_NODE_FLAGS } from "../src/lib/node-flags.js";
+import { packageRoot } from "../src/lib/paths.js";
 import { decodeMetricsRequest } from "../src/otlp/decode.js";
 import { migrate } from "../src/stores/relational/migrate.js";
 import { createPgStore } from "../src/stores/relational/pg.js";
@@ -63,7 +64,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
       exporters: { type: "string", default: "100" },
       models: { type: "string", default: "20" },
       interval: { type: "string", default: "10" },
-      rounds: { type: "string", default: "2" },
+      rounds: { type: "string", default: "3" },
       // exports (and heartbeats) per exporter before the steady phase, 1 s apart
       warmup: { type: "string", default: "5" },
       // Node flags of the vigil serve process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
@@ -299,6 +300,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
         pgUs: perReq(postgresCpuSeconds() - p0),
         loadUs: perReq(r.cpuSeconds),
         serverCores: (serverCpu() - s0) / wall,
+        storeCores: (processCpuSeconds(qdbPid) - q0) / wall,
       };
       const bad = r.non2xx + r.errors;
       say(
@@ -308,10 +310,12 @@ export async function run(config: Config, args: string[]): Promise<void> {
       );
       return m;
     };
+    const load = () =>
+      `load average ${fs.readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`;
     const ticking = async <T>(label: string, seconds: number, p: Promise<T>): Promise<T> => {
       const began = Date.now();
       const timer = setInterval(
-        () => say(`  ${label}: ${Math.round((Date.now() - began) / 1000)}/${seconds} s`),
+        () => say(`  ${label}: ${Math.round((Date.now() - began) / 1000)}/${seconds} s, ${load()}`),
         10_000,
       );
       try {
@@ -391,7 +395,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
     const otlpRuns: Measured[] = [];
     const hbRuns: Measured[] = [];
     for (let round = 1; round <= o.rounds; round++) {
-      say(`round ${round}/${o.rounds}`);
+      say(`round ${round}/${o.rounds}, ${load()}`);
       const mpUrl = minimal.url;
       mpRuns.push(
         await measured("minimal pipeline", "minimal", async () => {
@@ -482,6 +486,7 @@ type Measured = OtlpLoadResult & {
   pgUs: number;
   loadUs: number;
   serverCores: number;
+  storeCores: number;
 };
 
 interface Check {
@@ -591,6 +596,21 @@ async function checkTotals(
   };
 }
 
+/** The commit the run is on, and whether src/ differs from it (a run on someone's work in progress). */
+function commitOf(): string {
+  try {
+    const git = (...a: string[]) =>
+      execFileSync("git", ["-C", packageRoot, ...a], {
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "ignore"],
+      }).trim();
+    const head = git("rev-parse", "--short", "HEAD");
+    return git("status", "--porcelain", "src").length > 0 ? `${head} with uncommitted changes in src/` : head;
+  } catch {
+    return "commit n/a";
+  }
+}
+
 function uptimeLoad(): string {
   try {
     return execFileSync("uptime", { encoding: "utf8" })
@@ -639,7 +659,8 @@ function report(
       `service.instance.id), ${M} models each: ${P} histogram data points per export (${o.temporality}, ` +
       `${o.gzip ? "gzip" : "uncompressed"} protobuf from the OpenTelemetry JS SDK's serializer, ${fmt(r.bodyBytes)} bytes; ` +
       `the same data as a heartbeat: ${fmt(r.hbBytes)} bytes of JSON, ${M} byModel entries). ` +
-      `${os.cpus().length} cores, Node ${process.version}, ${uptimeLoad()} (after the run)\n`,
+      `${commitOf()}, ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC, ${os.cpus().length} cores, ` +
+      `Node ${process.version}, ${uptimeLoad()} (after the run)\n`,
   );
   const na = "n/a";
   console.log(
@@ -682,7 +703,7 @@ function report(
 
   console.log(
     `\n(b) saturation: ${o.connections} concurrent senders (each exporter on one), ${o.seconds} s rounds, ` +
-      `throughput of the best of ${o.rounds}, CPU of the median round. "data points" are an export's ${P} ` +
+      `throughput of the best of ${o.rounds}, CPU of the round with the median server CPU per request (of an even number, the lower). "data points" are an export's ${P} ` +
       `OTLP points; a heartbeat carries the same data as ${M} byModel entries (its data points/s counts those). ` +
       `CPU in µs of one core${r.qdbPid ? "" : " (QuestDB not on this host: n/a)"}; PostgreSQL is every postgres process on the host\n`,
   );
@@ -738,7 +759,17 @@ function report(
   console.log("\nevery saturation round (CPU in µs of one core per request)\n");
   console.log(
     table(
-      ["path", "req/s", "p99 ms", "server", "QuestDB", "PostgreSQL", "load generator"],
+      [
+        "path",
+        "req/s",
+        "p99 ms",
+        "server",
+        "QuestDB",
+        "PostgreSQL",
+        "load generator",
+        "server cores",
+        "QuestDB cores",
+      ],
       r.runs.map((m) => [
         m.label,
         fmt(m.rps),
@@ -747,6 +778,8 @@ function report(
         fmt(m.storeUs),
         fmt(m.pgUs),
         fmt(m.loadUs),
+        fmt(m.serverCores, 2),
+        fmt(m.storeCores, 2),
       ]),
     ),
   );
