@@ -26,7 +26,7 @@ Commands:
   migrate                          apply database migrations and the QuestDB schema, then exit
   admin <command> [options]        account set-up (create-user, create-org, add-member, create-key, revoke-key, revoke-access, mcp-token)
   sim <kind> [options]             simulators of the monitored platforms (workflow_a, workflow_b, gateway)
-  bench <name> [options]           load benchmarks with a printed report (series-write, auth, ingest, probes, read, mcp, notify, slo, metrics, status-page, …)
+  bench <name> [options]           load benchmarks with a printed report (series-write, auth, ingest, probes, read, mcp, notify, slo, metrics, status-page, otlp, …)
 
 Configuration comes from the environment; see .env.example.`;
 
