@@ -441,9 +441,9 @@ export async function run(config: Config, args: string[]): Promise<void> {
     }
 
     // ---- report --------------------------------------------------------------------------------
+    await stopChild();
     const vigilLog = fs.readFileSync(logFile, "utf8");
     const logErrors = vigilLog.split("\n").filter((l) => /"level":(50|60)|Error/.test(l));
-    await stopChild();
     report(o, {
       pointsPerExport,
       decodeUs,
@@ -465,6 +465,10 @@ export async function run(config: Config, args: string[]): Promise<void> {
     if (logErrors.length > 0) {
       console.log(`\nVigil's log has ${logErrors.length} error lines (${logFile}); the first:`);
       console.log(logErrors.slice(0, 3).join("\n").slice(0, 2000));
+    } else if (vigilLog.trim() === "") {
+      fs.rmSync(logFile, { force: true }); // nothing logged at warn or above: nothing to keep
+    } else {
+      console.log(`\nVigil logged warnings: ${logFile}`);
     }
   } finally {
     await stopChild();
