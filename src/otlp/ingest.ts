@@ -7,18 +7,17 @@ import type { gatewayModelUsage, RowOf } from "../stores/series/tables.js";
 import { otlpPoints } from "../lib/metrics.js";
 import { reportGatewayHealth } from "../probes/heartbeats.js";
 import {
-  cumulativeIncrement,
   digest,
   groupIncrements,
   type Increment,
   mapMetrics,
   mapSpans,
   MAX_MODELS_PER_GROUP,
-  type SeriesState,
   type UsageGroup,
   type UsagePoint,
 } from "./map.js";
-import { lockSeries, markTokenMetrics, saveSeries, tokenMetricsMarkedAt } from "./repository.js";
+import { cumulativeState } from "./cumulative.js";
+import { markTokenMetrics, tokenMetricsMarkedAt } from "./repository.js";
 import type { OtlpMetricsRequest, OtlpTracesRequest } from "./types.js";
 
 /**
@@ -145,11 +144,10 @@ async function beatOf(
 }
 
 /**
- * The increments of a request's points. Delta points are increments already. Cumulative ones are
- * taken against each series' previous point, kept in otlp_series and locked while it is read and
- * replaced, so two processes (or workers) receiving a series' consecutive exports never count an
- * interval twice. A resend of a series' latest point gives the increment it gave the first time
- * (the same rows, stored once); an older point gives nothing (it was counted).
+ * The increments of a request's points. Delta points are increments already; cumulative ones are
+ * taken against each series' previous point (cumulative.ts). A resend of a series' latest point
+ * gives the increment it gave the first time (the same rows, stored once); an older point gives
+ * nothing (it was counted).
  */
 async function increments(ctx: AppContext, connectionId: string, points: UsagePoint[]): Promise<Increment[]> {
   const out: Increment[] = [];
@@ -158,31 +156,7 @@ async function increments(ctx: AppContext, connectionId: string, points: UsagePo
     if (p.cumulative) cumulative.push(p);
     else out.push({ point: p, value: p.value, count: p.count, fromNs: p.startNs || p.timeNs });
   }
-  if (cumulative.length === 0) return out;
-  // a request may carry several points of one series (a Collector batching intervals): in time order
-  cumulative.sort((a, b) => (a.timeNs < b.timeNs ? -1 : a.timeNs > b.timeNs ? 1 : 0));
-  const keys = [...new Set(cumulative.map((p) => p.seriesKey))];
-  await ctx.stores.db.transaction(async (tx) => {
-    const states = await lockSeries(tx, connectionId, keys);
-    const changed = new Map<string, SeriesState>();
-    for (const p of cumulative) {
-      const s = states.get(p.seriesKey) ?? null;
-      const inc = cumulativeIncrement(p, s);
-      if (!inc) continue;
-      out.push({ point: p, ...inc });
-      if (s && p.timeNs === s.timeNs) continue; // a resend: the state stays
-      const next: SeriesState = {
-        startNs: p.startNs,
-        timeNs: p.timeNs,
-        value: p.value,
-        count: p.count,
-        prev: s ? { startNs: s.startNs, timeNs: s.timeNs, value: s.value, count: s.count } : null,
-      };
-      states.set(p.seriesKey, next);
-      changed.set(p.seriesKey, next);
-    }
-    await saveSeries(tx, connectionId, changed);
-  });
+  if (cumulative.length > 0) out.push(...(await cumulativeState(ctx).increments(connectionId, cumulative)));
   return out;
 }
 
@@ -273,7 +247,7 @@ async function noteTokenMetrics(ctx: AppContext, connectionId: string, nowMs: nu
   const m = marks(ctx);
   const last = m.written.get(connectionId) ?? 0;
   if (nowMs - last < MARK_REFRESH_MS) return;
-  await markTokenMetrics(ctx.stores.db, connectionId, BigInt(nowMs) * 1_000_000n);
+  await markTokenMetrics(ctx.stores.db, connectionId, new Date(nowMs));
   m.written.set(connectionId, nowMs);
   m.read.set(connectionId, { at: nowMs, markedAt: nowMs });
 }

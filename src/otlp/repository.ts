@@ -1,114 +1,71 @@
 import type { Queryable } from "../stores/relational/types.js";
-import type { SeriesState } from "./map.js";
 
-/** Every statement on otlp_series (sql/postgres/030_otlp_series.sql). */
+/** Every statement on the OTLP tables (sql/postgres/030_otlp_series.sql). */
 
-interface StateRow extends Record<string, unknown> {
-  series_key: string;
-  start_ns: string | number | bigint;
-  time_ns: string | number | bigint;
-  value: number;
-  count: number;
-  prev_start_ns: string | number | bigint | null;
-  prev_time_ns: string | number | bigint | null;
-  prev_value: number | null;
-  prev_count: number | null;
+/** An instance's cumulative series state as stored: its version and JSON text. */
+export interface StoredState {
+  version: number;
+  state: string;
 }
 
-const big = (v: string | number | bigint) => BigInt(v);
-
-/** The states of a connection's series among `keys`, locked until the transaction ends. */
-export async function lockSeries(
-  tx: Queryable,
+/** The stored state of one gateway instance, or null when it has none yet. */
+export async function selectInstanceState(
+  db: Queryable,
   connectionId: string,
-  keys: string[],
-): Promise<Map<string, SeriesState>> {
-  const r = await tx.query<StateRow>(
-    `SELECT series_key, start_ns::text AS start_ns, time_ns::text AS time_ns, value, count,
-            prev_start_ns::text AS prev_start_ns, prev_time_ns::text AS prev_time_ns, prev_value, prev_count
-       FROM otlp_series WHERE connection_id = $1 AND series_key = ANY($2::text[])
-      ORDER BY series_key FOR UPDATE`,
-    [connectionId, keys],
+  instance: string,
+): Promise<StoredState | null> {
+  const r = await db.query<{ version: string | number; state: string }>(
+    "SELECT version, state FROM otlp_series WHERE connection_id = $1 AND instance = $2",
+    [connectionId, instance],
+    { prepare: "otlp_state_select" },
   );
-  const out = new Map<string, SeriesState>();
-  for (const row of r.rows)
-    out.set(row.series_key, {
-      startNs: big(row.start_ns),
-      timeNs: big(row.time_ns),
-      value: Number(row.value),
-      count: Number(row.count),
-      prev:
-        row.prev_time_ns === null || row.prev_start_ns === null
-          ? null
-          : {
-              startNs: big(row.prev_start_ns),
-              timeNs: big(row.prev_time_ns),
-              value: Number(row.prev_value),
-              count: Number(row.prev_count),
-            },
-    });
-  return out;
+  const row = r.rows[0];
+  return row ? { version: Number(row.version), state: row.state } : null;
 }
 
-/** Writes the new states (one row per key). */
-export async function saveSeries(
-  tx: Queryable,
+/**
+ * Writes an instance's state if it is still at `version` (null: if it has none yet). False when
+ * another process changed it first: the caller reads it again and recomputes.
+ */
+export async function swapInstanceState(
+  db: Queryable,
   connectionId: string,
-  states: Map<string, SeriesState>,
-): Promise<void> {
-  if (states.size === 0) return;
-  const keys: string[] = [];
-  const starts: string[] = [];
-  const times: string[] = [];
-  const values: number[] = [];
-  const counts: number[] = [];
-  const prevStarts: (string | null)[] = [];
-  const prevTimes: (string | null)[] = [];
-  const prevValues: (number | null)[] = [];
-  const prevCounts: (number | null)[] = [];
-  for (const [k, s] of states) {
-    keys.push(k);
-    starts.push(String(s.startNs));
-    times.push(String(s.timeNs));
-    values.push(s.value);
-    counts.push(s.count);
-    prevStarts.push(s.prev ? String(s.prev.startNs) : null);
-    prevTimes.push(s.prev ? String(s.prev.timeNs) : null);
-    prevValues.push(s.prev ? s.prev.value : null);
-    prevCounts.push(s.prev ? s.prev.count : null);
-  }
-  await tx.query(
-    `INSERT INTO otlp_series AS s (connection_id, series_key, start_ns, time_ns, value, count,
-                                   prev_start_ns, prev_time_ns, prev_value, prev_count)
-     SELECT $1, * FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::float8[], $6::float8[],
-                              $7::bigint[], $8::bigint[], $9::float8[], $10::float8[])
-     ON CONFLICT (connection_id, series_key) DO UPDATE SET
-       start_ns = excluded.start_ns, time_ns = excluded.time_ns, value = excluded.value, count = excluded.count,
-       prev_start_ns = excluded.prev_start_ns, prev_time_ns = excluded.prev_time_ns,
-       prev_value = excluded.prev_value, prev_count = excluded.prev_count`,
-    [connectionId, keys, starts, times, values, counts, prevStarts, prevTimes, prevValues, prevCounts],
-  );
+  instance: string,
+  version: number | null,
+  state: string,
+  now: Date,
+): Promise<boolean> {
+  const r =
+    version === null
+      ? await db.query(
+          `INSERT INTO otlp_series (connection_id, instance, version, state, updated_at)
+           VALUES ($1, $2, 1, $3, $4) ON CONFLICT (connection_id, instance) DO NOTHING`,
+          [connectionId, instance, state, now],
+        )
+      : await db.query(
+          `UPDATE otlp_series SET version = version + 1, state = $4, updated_at = $5
+            WHERE connection_id = $1 AND instance = $2 AND version = $3`,
+          [connectionId, instance, version, state, now],
+          { prepare: "otlp_state_swap" },
+        );
+  return r.rowCount === 1;
 }
-
-/** The key of the row that marks a connection as exporting GenAI token metrics. */
-export const TOKEN_METRICS_MARK = "";
 
 /** Marks (or re-marks) the connection as one that exports GenAI token metrics. */
-export async function markTokenMetrics(db: Queryable, connectionId: string, nowNs: bigint): Promise<void> {
+export async function markTokenMetrics(db: Queryable, connectionId: string, now: Date): Promise<void> {
   await db.query(
-    `INSERT INTO otlp_series (connection_id, series_key, start_ns, time_ns, value, count)
-     VALUES ($1, '', $2, $2, 0, 0)
-     ON CONFLICT (connection_id, series_key) DO UPDATE SET time_ns = excluded.time_ns`,
-    [connectionId, String(nowNs)],
+    `INSERT INTO otlp_token_metrics (connection_id, last_at) VALUES ($1, $2)
+     ON CONFLICT (connection_id) DO UPDATE SET last_at = excluded.last_at`,
+    [connectionId, now],
   );
 }
 
 /** When the connection last exported GenAI token metrics (ms), or null. */
 export async function tokenMetricsMarkedAt(db: Queryable, connectionId: string): Promise<number | null> {
-  const r = await db.query<{ time_ns: string }>(
-    `SELECT time_ns::text AS time_ns FROM otlp_series WHERE connection_id = $1 AND series_key = ''`,
+  const r = await db.query<{ last_at: Date | string }>(
+    "SELECT last_at FROM otlp_token_metrics WHERE connection_id = $1",
     [connectionId],
   );
   const row = r.rows[0];
-  return row ? Number(BigInt(row.time_ns) / 1_000_000n) : null;
+  return row ? new Date(row.last_at).getTime() : null;
 }

@@ -1,0 +1,188 @@
+import type { AppContext } from "../core/context.js";
+import { perApp } from "../core/context.js";
+import { ServiceError } from "../core/errors.js";
+import { cumulativeIncrement, type Increment, MAX_AGE_MS, type SeriesState, type UsagePoint } from "./map.js";
+import { selectInstanceState, swapInstanceState } from "./repository.js";
+
+/**
+ * The state of cumulative series: per gateway instance, each series' last point taken, so the
+ * next point becomes an increment. PostgreSQL (otlp_series) holds it for every process; each
+ * process keeps the instances it served in memory with the version it read, and writes a changed
+ * state back only if the stored version is still that one (compare and set). An export therefore
+ * costs one statement; a process whose copy is stale (another worker or node took the instance's
+ * last export) finds out from the swap, reads the state again and recomputes, so no interval is
+ * ever counted twice, whichever process takes which export.
+ *
+ * Within a process, an instance's exports are turned into increments one at a time (a chain of
+ * promises per instance), so two concurrent exports of one instance never race for its state.
+ */
+
+type Series = Map<string, SeriesState>;
+interface Entry {
+  version: number | null;
+  series: Series;
+  usedAt: number;
+}
+
+/** An instance not exported for this long leaves memory (its state stays in PostgreSQL). */
+const IDLE_MS = 60 * 60_000;
+/** Attempts at the swap before the export is answered 503 (retried by the exporter). */
+const ATTEMPTS = 4;
+
+type Stored = [string, string, number, number, string | null, string | null, number | null, number | null];
+
+function parse(text: string): Series {
+  const out: Series = new Map();
+  const raw = JSON.parse(text) as Record<string, Stored>;
+  for (const [k, v] of Object.entries(raw)) {
+    const [start, time, value, count, ps, pt, pv, pc] = v;
+    out.set(k, {
+      startNs: BigInt(start),
+      timeNs: BigInt(time),
+      value,
+      count,
+      prev:
+        ps === null || pt === null
+          ? null
+          : { startNs: BigInt(ps), timeNs: BigInt(pt), value: pv ?? 0, count: pc ?? 0 },
+    });
+  }
+  return out;
+}
+
+function serialize(series: Series): string {
+  const raw: Record<string, Stored> = {};
+  for (const [k, s] of series)
+    raw[k] = [
+      String(s.startNs),
+      String(s.timeNs),
+      s.value,
+      s.count,
+      s.prev ? String(s.prev.startNs) : null,
+      s.prev ? String(s.prev.timeNs) : null,
+      s.prev ? s.prev.value : null,
+      s.prev ? s.prev.count : null,
+    ];
+  return JSON.stringify(raw);
+}
+
+/**
+ * The increments of one instance's cumulative points (in time order) against `series`, and the
+ * series' states after them (null when nothing changed: a resend, or only older points).
+ */
+function step(
+  points: readonly UsagePoint[],
+  series: Series,
+  nowMs: number,
+): { incs: Increment[]; next: Series | null } {
+  const incs: Increment[] = [];
+  let next: Series | null = null;
+  for (const p of points) {
+    const s = (next ?? series).get(p.seriesKey) ?? null;
+    const inc = cumulativeIncrement(p, s);
+    if (!inc) continue;
+    incs.push({ point: p, ...inc });
+    if (s && p.timeNs === s.timeNs) continue; // a resend of the latest point: the state stays
+    next ??= new Map(series);
+    next.set(p.seriesKey, {
+      startNs: p.startNs,
+      timeNs: p.timeNs,
+      value: p.value,
+      count: p.count,
+      prev: s ? { startNs: s.startNs, timeNs: s.timeNs, value: s.value, count: s.count } : null,
+    });
+  }
+  if (next) {
+    // series an instance stopped exporting leave its state once their points would be refused
+    const oldest = BigInt(nowMs - MAX_AGE_MS) * 1_000_000n;
+    for (const [k, s] of next) if (s.timeNs < oldest) next.delete(k);
+  }
+  return { incs, next };
+}
+
+class CumulativeState {
+  private readonly entries = new Map<string, Entry>();
+  private readonly chains = new Map<string, Promise<unknown>>();
+  private sweptAt = 0;
+
+  constructor(private readonly ctx: AppContext) {}
+
+  /** The increments of a connection's cumulative points (any instances, any order). */
+  async increments(connectionId: string, points: readonly UsagePoint[]): Promise<Increment[]> {
+    const byInstance = new Map<string, UsagePoint[]>();
+    for (const p of points) {
+      const list = byInstance.get(p.instance);
+      if (list) list.push(p);
+      else byInstance.set(p.instance, [p]);
+    }
+    const out: Increment[] = [];
+    for (const [instance, list] of byInstance) {
+      // a request may carry several points of one series (a Collector batching intervals): in time order
+      list.sort((a, b) => (a.timeNs < b.timeNs ? -1 : a.timeNs > b.timeNs ? 1 : 0));
+      out.push(
+        ...(await this.serialized(`${connectionId}\n${instance}`, () =>
+          this.take(connectionId, instance, list),
+        )),
+      );
+    }
+    this.sweep();
+    return out;
+  }
+
+  /** Runs `fn` after every earlier call for `key` has settled. */
+  private serialized<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const before = this.chains.get(key) ?? Promise.resolve();
+    const run = before.then(fn, fn);
+    const tail = run.catch(() => {});
+    this.chains.set(key, tail);
+    void tail.then(() => {
+      if (this.chains.get(key) === tail) this.chains.delete(key);
+    });
+    return run;
+  }
+
+  private async take(connectionId: string, instance: string, points: UsagePoint[]): Promise<Increment[]> {
+    const key = `${connectionId}\n${instance}`;
+    const db = this.ctx.stores.db;
+    const now = this.ctx.now();
+    let entry = this.entries.get(key) ?? (await this.load(connectionId, instance));
+    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+      const { incs, next } = step(points, entry.series, now.getTime());
+      if (!next) {
+        entry.usedAt = now.getTime();
+        this.entries.set(key, entry);
+        return incs;
+      }
+      if (await swapInstanceState(db, connectionId, instance, entry.version, serialize(next), now)) {
+        this.entries.set(key, { version: (entry.version ?? 0) + 1, series: next, usedAt: now.getTime() });
+        return incs;
+      }
+      // another process took this instance's export since: its state, then again
+      entry = await this.load(connectionId, instance);
+    }
+    this.entries.delete(key);
+    throw new ServiceError(
+      "unavailable",
+      "The gateway instance's exports are being taken by several Vigil processes at once; nothing was stored. Retry shortly.",
+      { retryAfter: 1 },
+    );
+  }
+
+  private async load(connectionId: string, instance: string): Promise<Entry> {
+    const stored = await selectInstanceState(this.ctx.stores.db, connectionId, instance);
+    return stored
+      ? { version: stored.version, series: parse(stored.state), usedAt: 0 }
+      : { version: null, series: new Map(), usedAt: 0 };
+  }
+
+  private sweep() {
+    const now = Date.now();
+    if (now - this.sweptAt < IDLE_MS / 4) return;
+    this.sweptAt = now;
+    const idle = this.ctx.now().getTime() - IDLE_MS;
+    for (const [k, e] of this.entries) if (e.usedAt < idle) this.entries.delete(k);
+  }
+}
+
+/** This app's cumulative series state. */
+export const cumulativeState = perApp((ctx) => new CumulativeState(ctx));
