@@ -282,24 +282,23 @@ function toMetric(m: PbMetric): OtlpMetric {
   return { ...base, type: "empty", dataPoints: [] };
 }
 
-/** The fields every point has; unsafeInteger starts false and is set by the point's own integers. */
-function pointBase(
-  p: PbNumberDataPoint | PbHistogramDataPoint | PbExponentialHistogramDataPoint | PbSummaryDataPoint,
-) {
-  return {
-    attributes: toAttributes(p.attributes),
-    startTimeUnixNano: toBigInt(p.startTimeUnixNano),
-    timeUnixNano: toBigInt(p.timeUnixNano),
-    flags: p.flags,
-  };
-}
+// Every point's own fields are written out in each literal: spreading a shared base object
+// (`{ ...base(p), … }`) made the conversion 30 times slower (857 against 27 µs for 60 histogram
+// points), most of a metrics export's decoding.
 
 function toNumberPoint(p: PbNumberDataPoint): NumberDataPoint {
   let value: number | null = null;
   if (p.value === "asInt") value = toNumber(p.asInt);
   else if (p.value === "asDouble") value = p.asDouble;
   const unsafeInteger = p.value === "asInt" && !Number.isSafeInteger(value);
-  return { ...pointBase(p), value, unsafeInteger };
+  return {
+    attributes: toAttributes(p.attributes),
+    startTimeUnixNano: toBigInt(p.startTimeUnixNano),
+    timeUnixNano: toBigInt(p.timeUnixNano),
+    flags: p.flags,
+    value,
+    unsafeInteger,
+  };
 }
 
 /** Unsigned counts as numbers, and whether any of them was beyond 2^53 − 1. */
@@ -317,7 +316,10 @@ function toHistogramPoint(p: PbHistogramDataPoint): HistogramDataPoint {
   const count = toNumber(p.count);
   const buckets = counts(p.bucketCounts);
   return {
-    ...pointBase(p),
+    attributes: toAttributes(p.attributes),
+    startTimeUnixNano: toBigInt(p.startTimeUnixNano),
+    timeUnixNano: toBigInt(p.timeUnixNano),
+    flags: p.flags,
     count,
     sum: p.sum ?? null,
     min: p.min ?? null,
@@ -340,7 +342,10 @@ function toExponentialHistogramPoint(p: PbExponentialHistogramDataPoint): Expone
   const positive = buckets(p.positive);
   const negative = buckets(p.negative);
   return {
-    ...pointBase(p),
+    attributes: toAttributes(p.attributes),
+    startTimeUnixNano: toBigInt(p.startTimeUnixNano),
+    timeUnixNano: toBigInt(p.timeUnixNano),
+    flags: p.flags,
     count,
     sum: p.sum ?? null,
     min: p.min ?? null,
@@ -357,7 +362,10 @@ function toExponentialHistogramPoint(p: PbExponentialHistogramDataPoint): Expone
 function toSummaryPoint(p: PbSummaryDataPoint): SummaryDataPoint {
   const count = toNumber(p.count);
   return {
-    ...pointBase(p),
+    attributes: toAttributes(p.attributes),
+    startTimeUnixNano: toBigInt(p.startTimeUnixNano),
+    timeUnixNano: toBigInt(p.timeUnixNano),
+    flags: p.flags,
     count,
     sum: p.sum,
     quantileValues: p.quantileValues.map((q) => ({ quantile: q.quantile, value: q.value })),
