@@ -2,7 +2,7 @@ import type { AppContext } from "../core/context.js";
 import { perApp } from "../core/context.js";
 import { ServiceError } from "../core/errors.js";
 import { cumulativeIncrement, type Increment, MAX_AGE_MS, type SeriesState, type UsagePoint } from "./map.js";
-import { selectInstanceState, swapInstanceState } from "./repository.js";
+import { selectInstanceState, type StateSwap, swapInstanceStates } from "./repository.js";
 
 /**
  * The state of cumulative series: per gateway instance, each series' last point taken, so the
@@ -103,6 +103,12 @@ function step(
 class CumulativeState {
   private readonly entries = new Map<string, Entry>();
   private readonly chains = new Map<string, Promise<unknown>>();
+  private readonly queue: {
+    swap: StateSwap;
+    resolve: (written: boolean) => void;
+    reject: (err: unknown) => void;
+  }[] = [];
+  private flushing: Promise<void> | null = null;
   private sweptAt = 0;
 
   constructor(private readonly ctx: AppContext) {}
@@ -143,7 +149,6 @@ class CumulativeState {
 
   private async take(connectionId: string, instance: string, points: UsagePoint[]): Promise<Increment[]> {
     const key = `${connectionId}\n${instance}`;
-    const db = this.ctx.stores.db;
     const now = this.ctx.now();
     let entry = this.entries.get(key) ?? (await this.load(connectionId, instance));
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
@@ -153,7 +158,7 @@ class CumulativeState {
         this.entries.set(key, entry);
         return incs;
       }
-      if (await swapInstanceState(db, connectionId, instance, entry.version, serialize(next), now)) {
+      if (await this.swap({ connectionId, instance, version: entry.version, state: serialize(next) })) {
         this.entries.set(key, { version: (entry.version ?? 0) + 1, series: next, usedAt: now.getTime() });
         return incs;
       }
@@ -166,6 +171,35 @@ class CumulativeState {
       "The gateway instance's exports are being taken by several Vigil processes at once; nothing was stored. Retry shortly.",
       { retryAfter: 1 },
     );
+  }
+
+  /**
+   * Swaps in one state, in the next shared statement: while one is out, the swaps of other
+   * exports queue and go out together (one commit for many exports, as the series store's group
+   * commit). Resolves with whether this one was written.
+   */
+  private swap(s: StateSwap): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      this.queue.push({ swap: s, resolve, reject });
+      if (!this.flushing) this.flushing = this.flushLoop();
+    });
+  }
+
+  private async flushLoop(): Promise<void> {
+    while (this.queue.length > 0) {
+      const batch = this.queue.splice(0, 500);
+      try {
+        const written = await swapInstanceStates(
+          this.ctx.stores.db,
+          batch.map((b) => b.swap),
+          this.ctx.now(),
+        );
+        for (const b of batch) b.resolve(written.has(`${b.swap.connectionId}\n${b.swap.instance}`));
+      } catch (err) {
+        for (const b of batch) b.reject(err);
+      }
+    }
+    this.flushing = null;
   }
 
   private async load(connectionId: string, instance: string): Promise<Entry> {

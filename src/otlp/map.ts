@@ -38,7 +38,7 @@ export type Measure = "input" | "output" | "cache_read" | "cache_write" | "durat
 export interface UsagePoint {
   instance: string;
   version: string | null;
-  /** Stable identity of the series: instance, metric and the point's attributes. */
+  /** Identity of the series: instance, metric and the point's attributes (a digest when cumulative). */
   seriesKey: string;
   measure: Measure;
   cumulative: boolean;
@@ -250,7 +250,11 @@ export function mapMetrics(req: OtlpMetricsRequest, nowMs: number): MappedMetric
           points.push({
             instance,
             version,
-            seriesKey: digest(`${instance}\n${m.name}\n${stable(p.attributes)}`),
+            // a cumulative series' key is stored with its state: short; a delta point's only names it
+            // within this request
+            seriesKey: cumulative
+              ? digest(`${instance}\n${m.name}\n${stable(p.attributes)}`)
+              : `${instance}\n${m.name}\n${stable(p.attributes)}`,
             measure,
             cumulative,
             startNs: p.startTimeUnixNano,

@@ -23,32 +23,50 @@ export async function selectInstanceState(
   return row ? { version: Number(row.version), state: row.state } : null;
 }
 
+/** A state to write if the stored one is still at `version` (null: if there is none yet). */
+export interface StateSwap {
+  connectionId: string;
+  instance: string;
+  version: number | null;
+  state: string;
+}
+
 /**
- * Writes an instance's state if it is still at `version` (null: if it has none yet). False when
- * another process changed it first: the caller reads it again and recomputes.
+ * Writes each state whose stored version is still the one given (compare and set), all in one
+ * statement and one commit, and answers which were written (`connectionId\ninstance`); the others
+ * were changed by another process first.
  */
-export async function swapInstanceState(
+export async function swapInstanceStates(
   db: Queryable,
-  connectionId: string,
-  instance: string,
-  version: number | null,
-  state: string,
+  swaps: readonly StateSwap[],
   now: Date,
-): Promise<boolean> {
-  const r =
-    version === null
-      ? await db.query(
-          `INSERT INTO otlp_series (connection_id, instance, version, state, updated_at)
-           VALUES ($1, $2, 1, $3, $4) ON CONFLICT (connection_id, instance) DO NOTHING`,
-          [connectionId, instance, state, now],
-        )
-      : await db.query(
-          `UPDATE otlp_series SET version = version + 1, state = $4, updated_at = $5
-            WHERE connection_id = $1 AND instance = $2 AND version = $3`,
-          [connectionId, instance, version, state, now],
-          { prepare: "otlp_state_swap" },
-        );
-  return r.rowCount === 1;
+): Promise<Set<string>> {
+  const r = await db.query<{ connection_id: string; instance: string }>(
+    `WITH u AS (
+       SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) AS u(connection_id, instance, version, state)
+     ), updated AS (
+       UPDATE otlp_series AS s SET version = s.version + 1, state = u.state, updated_at = $5
+         FROM u
+        WHERE u.version IS NOT NULL AND s.connection_id = u.connection_id AND s.instance = u.instance
+          AND s.version = u.version
+       RETURNING s.connection_id, s.instance
+     ), inserted AS (
+       INSERT INTO otlp_series (connection_id, instance, version, state, updated_at)
+       SELECT connection_id, instance, 1, state, $5 FROM u WHERE u.version IS NULL
+       ON CONFLICT (connection_id, instance) DO NOTHING
+       RETURNING connection_id, instance
+     )
+     SELECT connection_id, instance FROM updated UNION ALL SELECT connection_id, instance FROM inserted`,
+    [
+      swaps.map((s) => s.connectionId),
+      swaps.map((s) => s.instance),
+      swaps.map((s) => s.version),
+      swaps.map((s) => s.state),
+      now,
+    ],
+    { prepare: "otlp_state_swap" },
+  );
+  return new Set(r.rows.map((row) => `${row.connection_id}\n${row.instance}`));
 }
 
 /** Marks (or re-marks) the connection as one that exports GenAI token metrics. */
