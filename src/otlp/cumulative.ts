@@ -13,8 +13,9 @@ import { selectInstanceState, type StateSwap, swapInstanceStates } from "./repos
  * last export) finds out from the swap, reads the state again and recomputes, so no interval is
  * ever counted twice, whichever process takes which export.
  *
- * Within a process, an instance's exports are turned into increments one at a time (a chain of
- * promises per instance), so two concurrent exports of one instance never race for its state.
+ * Within a process, an instance's exports are taken one at a time, each until its rows are stored
+ * or not (a lock per instance), so two concurrent exports of one instance never race for its state,
+ * and a failed one's state is put back before the next is taken.
  */
 
 type Series = Map<string, SeriesState>;
@@ -77,9 +78,14 @@ function step(
 ): { incs: Increment[]; next: Series | null } {
   const incs: Increment[] = [];
   let next: Series | null = null;
+  let starts: Set<bigint> | null = null;
   for (const p of points) {
     const s = (next ?? series).get(p.seriesKey) ?? null;
-    const inc = cumulativeIncrement(p, s);
+    if (!s && !starts) {
+      starts = new Set();
+      for (const e of series.values()) starts.add(e.startNs);
+    }
+    const inc = cumulativeIncrement(p, s, !s && (starts?.has(p.startNs) ?? false));
     if (!inc) continue;
     incs.push({ point: p, ...inc });
     if (s && p.timeNs === s.timeNs) continue; // a resend of the latest point: the state stays
@@ -100,6 +106,35 @@ function step(
   return { incs, next };
 }
 
+/** An instance whose state an export replaced: what it was, and the version written. */
+interface Taken {
+  connectionId: string;
+  instance: string;
+  before: Entry;
+  version: number;
+}
+
+const compareSwaps = (a: StateSwap, b: StateSwap) =>
+  a.connectionId < b.connectionId
+    ? -1
+    : a.connectionId > b.connectionId
+      ? 1
+      : a.instance < b.instance
+        ? -1
+        : a.instance > b.instance
+          ? 1
+          : 0;
+
+/** PostgreSQL's code of an error, when it is one. */
+const sqlState = (err: unknown) => (err as { code?: unknown }).code;
+/** A deadlock or serialization failure: another process's statement won. */
+const isConflict = (err: unknown) => sqlState(err) === "40P01" || sqlState(err) === "40001";
+/** The statement was refused for what it carried (not the store being down). */
+const isStatementError = (err: unknown) => {
+  const code = sqlState(err);
+  return typeof code === "string" && /^(22|23|40)/.test(code);
+};
+
 class CumulativeState {
   private readonly entries = new Map<string, Entry>();
   private readonly chains = new Map<string, Promise<unknown>>();
@@ -109,12 +144,24 @@ class CumulativeState {
     reject: (err: unknown) => void;
   }[] = [];
   private flushing: Promise<void> | null = null;
+  /** Swaps still to send one by one after a shared statement failed. */
+  private single = 0;
   private sweptAt = 0;
 
   constructor(private readonly ctx: AppContext) {}
 
-  /** The increments of a connection's cumulative points (any instances, any order). */
-  async increments(connectionId: string, points: readonly UsagePoint[]): Promise<Increment[]> {
+  /**
+   * The increments of a connection's cumulative points (any instances, any order). Each instance
+   * stays locked in this process until `release` (after its rows were stored, or not): the next
+   * export of an instance is taken only once this one's outcome is known. `undo` puts back each
+   * instance's state as it was before (if no other process changed it since): for when the rows
+   * could not be stored, so the exporter's retry, or its next export, counts the interval again
+   * instead of it being lost. Call `undo` (if at all) before `release`.
+   */
+  async increments(
+    connectionId: string,
+    points: readonly UsagePoint[],
+  ): Promise<{ incs: Increment[]; undo: () => Promise<void>; release: () => void }> {
     const byInstance = new Map<string, UsagePoint[]>();
     for (const p of points) {
       const list = byInstance.get(p.instance);
@@ -122,32 +169,50 @@ class CumulativeState {
       else byInstance.set(p.instance, [p]);
     }
     const out: Increment[] = [];
-    for (const [instance, list] of byInstance) {
-      // a request may carry several points of one series (a Collector batching intervals): in time order
-      list.sort((a, b) => (a.timeNs < b.timeNs ? -1 : a.timeNs > b.timeNs ? 1 : 0));
-      out.push(
-        ...(await this.serialized(`${connectionId}\n${instance}`, () =>
-          this.take(connectionId, instance, list),
-        )),
-      );
+    const taken: Taken[] = [];
+    const releases: (() => void)[] = [];
+    const release = () => {
+      for (const r of releases.splice(0)) r();
+    };
+    try {
+      // locked in name order: two requests sharing instances never wait on each other in a circle
+      for (const instance of [...byInstance.keys()].sort()) {
+        const list = byInstance.get(instance) as UsagePoint[];
+        // a request may carry several points of one series (a Collector batching intervals): in time order
+        list.sort((a, b) => (a.timeNs < b.timeNs ? -1 : a.timeNs > b.timeNs ? 1 : 0));
+        releases.push(await this.lock(`${connectionId}\n${instance}`));
+        const t = await this.take(connectionId, instance, list);
+        for (const inc of t.incs) out.push(inc);
+        if (t.before) taken.push({ connectionId, instance, before: t.before, version: t.version });
+      }
+    } catch (err) {
+      await this.undo(taken);
+      release();
+      throw err;
     }
     this.sweep();
-    return out;
+    return { incs: out, undo: () => this.undo(taken), release };
   }
 
-  /** Runs `fn` after every earlier call for `key` has settled. */
-  private serialized<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    const before = this.chains.get(key) ?? Promise.resolve();
-    const run = before.then(fn, fn);
-    const tail = run.catch(() => {});
+  /** Waits until no other export of this process holds `key`; resolves with its release. */
+  private async lock(key: string): Promise<() => void> {
+    const before = this.chains.get(key);
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const tail = (before ?? Promise.resolve()).then(() => held);
     this.chains.set(key, tail);
     void tail.then(() => {
       if (this.chains.get(key) === tail) this.chains.delete(key);
     });
-    return run;
+    if (before) await before;
+    return release;
   }
 
-  private async take(connectionId: string, instance: string, points: UsagePoint[]): Promise<Increment[]> {
+  private async take(
+    connectionId: string,
+    instance: string,
+    points: UsagePoint[],
+  ): Promise<{ incs: Increment[]; before: Entry | null; version: number }> {
     const key = `${connectionId}\n${instance}`;
     const now = this.ctx.now();
     let entry = this.entries.get(key) ?? (await this.load(connectionId, instance));
@@ -156,11 +221,12 @@ class CumulativeState {
       if (!next) {
         entry.usedAt = now.getTime();
         this.entries.set(key, entry);
-        return incs;
+        return { incs, before: null, version: entry.version ?? 0 };
       }
       if (await this.swap({ connectionId, instance, version: entry.version, state: serialize(next) })) {
-        this.entries.set(key, { version: (entry.version ?? 0) + 1, series: next, usedAt: now.getTime() });
-        return incs;
+        const version = (entry.version ?? 0) + 1;
+        this.entries.set(key, { version, series: next, usedAt: now.getTime() });
+        return { incs, before: entry, version };
       }
       // another process took this instance's export since: its state, then again
       entry = await this.load(connectionId, instance);
@@ -171,6 +237,30 @@ class CumulativeState {
       "The gateway instance's exports are being taken by several Vigil processes at once; nothing was stored. Retry shortly.",
       { retryAfter: 1 },
     );
+  }
+
+  /**
+   * Puts back the states `taken` replaced, each only if it is still the one written then (the
+   * caller still holds their locks, so only another process can have changed one).
+   */
+  private async undo(taken: readonly Taken[]): Promise<void> {
+    for (const t of taken) {
+      const key = `${t.connectionId}\n${t.instance}`;
+      let back = false;
+      try {
+        back = await this.swap({
+          connectionId: t.connectionId,
+          instance: t.instance,
+          version: t.version,
+          state: serialize(t.before.series),
+        });
+      } catch {
+        // the relational store is down too: a retry of the latest point still gives its increment again
+      }
+      if (back)
+        this.entries.set(key, { version: t.version + 1, series: t.before.series, usedAt: Date.now() });
+      else this.entries.delete(key);
+    }
   }
 
   /**
@@ -187,7 +277,10 @@ class CumulativeState {
 
   private async flushLoop(): Promise<void> {
     while (this.queue.length > 0) {
-      const batch = this.queue.splice(0, 500);
+      // in key order: two processes' statements lock the rows they share in the same order
+      const size = this.single > 0 ? 1 : 500;
+      if (this.single > 0) this.single--;
+      const batch = this.queue.splice(0, size).sort((a, b) => compareSwaps(a.swap, b.swap));
       try {
         const written = await swapInstanceStates(
           this.ctx.stores.db,
@@ -196,7 +289,17 @@ class CumulativeState {
         );
         for (const b of batch) b.resolve(written.has(`${b.swap.connectionId}\n${b.swap.instance}`));
       } catch (err) {
-        for (const b of batch) b.reject(err);
+        if (batch.length === 1 || !isStatementError(err)) {
+          // a conflict with another process is a swap that did not happen: read again, recompute
+          for (const b of batch) {
+            if (isConflict(err)) b.resolve(false);
+            else b.reject(err);
+          }
+          continue;
+        }
+        // one swap the store refused fails the shared statement: each alone, so only it fails
+        for (const b of batch) this.queue.unshift(b);
+        this.single = batch.length;
       }
     }
     this.flushing = null;

@@ -1,6 +1,7 @@
 import type { AppContext } from "../core/context.js";
 import type { IngestionKeyActor } from "../core/actor.js";
 import { perApp } from "../core/context.js";
+import { LIMITS } from "../core/limits.js";
 import { costUsd, priceBook } from "../ingest/pricing.js";
 import { type GatewayBeat, recordGatewayBeats } from "../ingest/record.js";
 import type { gatewayModelUsage, RowOf } from "../stores/series/tables.js";
@@ -64,11 +65,11 @@ function capModels(groups: UsageGroup[], pointsOf: (g: UsageGroup) => number) {
   let rejected = 0;
   const problems: string[] = [];
   for (const g of groups) {
-    if (g.input + g.output + g.cacheRead + g.cacheWrite + g.requests > Number.MAX_SAFE_INTEGER) {
+    if (Math.max(g.input, g.output, g.cacheRead, g.cacheWrite, g.requests) > LIMITS.tokens) {
       const n = pointsOf(g);
       rejected += n;
       problems.push(
-        `instance ${g.instance}: its counts in one export interval add up beyond 2^53; its ${n} ${n === 1 ? "item was" : "items were"} rejected`,
+        `instance ${g.instance}: its counts in one export interval add up beyond ${LIMITS.tokens} (a heartbeat's limit); its ${n} ${n === 1 ? "item was" : "items were"} rejected`,
       );
     } else if (g.models.size > MAX_MODELS_PER_GROUP) {
       const n = pointsOf(g);
@@ -149,15 +150,21 @@ async function beatOf(
  * gives the increment it gave the first time (the same rows, stored once); an older point gives
  * nothing (it was counted).
  */
-async function increments(ctx: AppContext, connectionId: string, points: UsagePoint[]): Promise<Increment[]> {
+async function increments(
+  ctx: AppContext,
+  connectionId: string,
+  points: UsagePoint[],
+): Promise<{ incs: Increment[]; undo: () => Promise<void>; release: () => void }> {
   const out: Increment[] = [];
   const cumulative: UsagePoint[] = [];
   for (const p of points) {
     if (p.cumulative) cumulative.push(p);
     else out.push({ point: p, value: p.value, count: p.count, fromNs: p.startNs || p.timeNs });
   }
-  if (cumulative.length > 0) out.push(...(await cumulativeState(ctx).increments(connectionId, cumulative)));
-  return out;
+  if (cumulative.length === 0) return { incs: out, undo: async () => {}, release: () => {} };
+  const taken = await cumulativeState(ctx).increments(connectionId, cumulative);
+  for (const inc of taken.incs) out.push(inc);
+  return { incs: out, undo: taken.undo, release: taken.release };
 }
 
 /**
@@ -173,11 +180,21 @@ export async function ingestOtlpMetrics(
   const mapped = mapMetrics(req, received.getTime());
   const connectionId = p.connectionId;
   if (mapped.tokenMetrics) await noteTokenMetrics(ctx, connectionId, received.getTime());
-  const incs = await increments(ctx, connectionId, mapped.points);
-  const capped = capModels(groupIncrements(incs), (g) => g.parts.length);
+  const { incs, undo, release } = await increments(ctx, connectionId, mapped.points);
   const beats = [];
-  for (const g of capped.kept) beats.push(await beatOf(ctx, connectionId, g, received));
-  await recordGatewayBeats(ctx, beats);
+  let capped: ReturnType<typeof capModels>;
+  try {
+    capped = capModels(groupIncrements(incs), (g) => g.parts.length);
+    for (const g of capped.kept) beats.push(await beatOf(ctx, connectionId, g, received));
+    await recordGatewayBeats(ctx, beats);
+  } catch (err) {
+    // nothing of it was stored: the series' states go back, so a retry (or the next export)
+    // counts these intervals again rather than losing them
+    await undo();
+    throw err;
+  } finally {
+    release();
+  }
   otlpPoints.inc({ signal: "metrics", outcome: "stored" }, mapped.points.length - capped.rejected);
   otlpPoints.inc({ signal: "metrics", outcome: "rejected" }, mapped.rejected + capped.rejected);
   let ignored = 0;
@@ -217,7 +234,9 @@ export async function ingestOtlpTraces(
   } else {
     // usage comes from the metrics; the spans say the gateway is alive
     const latest = mapped.groups.reduce((a, g) => Math.max(a, g.timeMs), 0);
-    await livenessOnly(ctx, connectionId, latest, received);
+    const requests = mapped.groups.reduce((a, g) => a + g.requests, 0);
+    const errors = mapped.groups.reduce((a, g) => a + g.errors, 0);
+    await livenessOnly(ctx, connectionId, latest, received, requests === 0 || errors < requests);
     problems.push(
       "token usage is counted from this connection's GenAI metrics; the spans' usage attributes were not counted again",
     );
@@ -228,16 +247,22 @@ export async function ingestOtlpTraces(
   return { rejected, message: describe(problems, mapped.ignored, "spans"), heartbeats: beats.length };
 }
 
-async function livenessOnly(ctx: AppContext, connectionId: string, timeMs: number, received: Date) {
+async function livenessOnly(
+  ctx: AppContext,
+  connectionId: string,
+  timeMs: number,
+  received: Date,
+  available: boolean,
+) {
   const ts = new Date(Math.min(timeMs, received.getTime()));
   const counted = reportGatewayHealth(ctx, {
     connectionId,
     heartbeatId: `ots_live_${timeMs}`,
     ts,
     received,
-    available: true,
-    reason: null,
-    error: null,
+    available,
+    reason: available ? null : "gateway_unhealthy",
+    error: available ? null : "every GenAI operation of the trace export failed",
   });
   if (counted instanceof Promise) await counted;
 }

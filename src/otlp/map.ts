@@ -30,6 +30,8 @@ export const MAX_AGE_MS = 30 * 86_400_000;
 export const FIRST_POINT_WINDOW_MS = 86_400_000;
 /** As a heartbeat's byModel: at most this many models per instance per export interval. */
 export const MAX_MODELS_PER_GROUP = 500;
+/** As a heartbeat's latencyMs: at most an hour per operation. */
+const MAX_LATENCY_S = LIMITS.latencyMs / 1000;
 
 /** What a used point adds to. */
 export type Measure = "input" | "output" | "cache_read" | "cache_write" | "duration";
@@ -138,6 +140,15 @@ export const digest = (text: string) => hash("sha256", text, "base64url").slice(
 
 const nsToMs = (ns: bigint) => Number(ns / NS_PER_MS);
 
+/** A NUL or a lone UTF-16 surrogate: text PostgreSQL cannot store. */
+// eslint-disable-next-line no-control-regex -- the NUL is what it looks for
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const unstorable = (...texts: (string | null)[]) => texts.some((t) => t !== null && UNSTORABLE.test(t));
+const UNSTORABLE_TEXT =
+  "an instance, version, model or provider name holds a NUL character or a lone surrogate";
+/** A resource's identity (all its attributes), for the keys of its series. */
+const resourceKey = (a: Attributes) => digest(stable(a));
+
 /**
  * A point's time checked against Vigil's clock; null when fine, else what is wrong with it.
  */
@@ -178,14 +189,17 @@ export function mapMetrics(req: OtlpMetricsRequest, nowMs: number): MappedMetric
   for (const rm of req.resourceMetrics) {
     const instance = instanceOf(rm.resource.attributes);
     const version = str(rm.resource.attributes["service.version"])?.slice(0, 64) ?? null;
+    // a series is its resource (all its attributes: two replicas never share one), its scope, its
+    // metric and its point's attributes
+    const resource = resourceKey(rm.resource.attributes);
     for (const sm of rm.scopeMetrics) {
+      const scope = `${sm.scope.name}\n${sm.scope.version}`;
       for (const m of sm.metrics) {
         const role = METRICS.get(m.name);
         if (!role || role.kind === "known") {
           if (m.dataPoints.length > 0) ignored.set(m.name, (ignored.get(m.name) ?? 0) + m.dataPoints.length);
           continue;
         }
-        if (role.kind !== "duration") tokenMetrics = true;
         if (m.type !== "sum" && m.type !== "histogram") {
           problems.add(
             `${m.name} is a ${m.type}; Vigil reads it as a sum or a histogram`,
@@ -247,22 +261,33 @@ export function mapMetrics(req: OtlpMetricsRequest, nowMs: number): MappedMetric
             }
             measure = known;
           } else measure = role.kind === "tokens" ? role.measure : "duration";
+          const model = modelOf(p.attributes);
+          const provider = providerOf(p.attributes);
+          if (unstorable(instance, version, model, provider)) {
+            problems.add(`${m.name}: ${UNSTORABLE_TEXT}`);
+            continue;
+          }
+          if (measure === "duration" && value * scale > MAX_LATENCY_S * Math.max(count, 1)) {
+            problems.add(`${m.name}: a duration must be at most ${MAX_LATENCY_S} s per operation`);
+            continue;
+          }
+          if (measure !== "duration") tokenMetrics = true;
+          const series = `${instance}\n${resource}\n${scope}\n${m.name}\n${stable(p.attributes)}`;
           points.push({
             instance,
             version,
-            // a cumulative series' key is stored with its state: short; a delta point's only names it
-            // within this request
-            seriesKey: cumulative
-              ? digest(`${instance}\n${m.name}\n${stable(p.attributes)}`)
-              : `${instance}\n${m.name}\n${stable(p.attributes)}`,
+            // a cumulative series' key is stored with its state (short), with its start time: each
+            // life of a counter (and each of two writers that share every attribute) is its own;
+            // a delta point's only names it within this request
+            seriesKey: cumulative ? digest(`${series}\n${p.startTimeUnixNano}`) : series,
             measure,
             cumulative,
             startNs: p.startTimeUnixNano,
             timeNs: p.timeUnixNano,
             value: value * scale,
             count,
-            model: modelOf(p.attributes),
-            provider: providerOf(p.attributes),
+            model,
+            provider,
             failed: measure === "duration" && str(p.attributes["error.type"]) !== null,
           });
         }
@@ -286,8 +311,9 @@ export interface SeriesState {
  * than the state's (a resend of an earlier export, or out of order: its interval is counted).
  *
  * - No state: the first point counts in full when its series started within a day of it (an
- *   exporter pointed at Vigil from its start); an older counter is a baseline (0) and counts from
- *   its next point on.
+ *   exporter pointed at Vigil from its start), or when Vigil already follows another series of
+ *   the instance with the same start time (`knownStart`: a model first used long after the
+ *   exporter started); an older counter is a baseline (0) and counts from its next point on.
  * - The state's own point again (a resend): the increment it gave the first time, from `prev`.
  * - Another start time or a smaller value: the counter restarted; the point counts in full.
  * - Otherwise the difference.
@@ -295,9 +321,10 @@ export interface SeriesState {
 export function cumulativeIncrement(
   p: { startNs: bigint; timeNs: bigint; value: number; count: number },
   s: SeriesState | null,
+  knownStart = false,
 ): { value: number; count: number; fromNs: bigint } | null {
   const fresh = () =>
-    nsToMs(p.timeNs) - nsToMs(p.startNs) <= FIRST_POINT_WINDOW_MS
+    knownStart || nsToMs(p.timeNs) - nsToMs(p.startNs) <= FIRST_POINT_WINDOW_MS
       ? { value: p.value, count: p.count, fromNs: p.startNs }
       : { value: 0, count: 0, fromNs: p.timeNs };
   if (!s) return fresh();
@@ -506,6 +533,14 @@ export function mapSpans(req: OtlpTracesRequest, nowMs: number): MappedSpans {
         }
         if (span.startTimeUnixNano === 0n || span.startTimeUnixNano > span.endTimeUnixNano) {
           problems.add("start_time_unix_nano is unset or after end_time_unix_nano");
+          continue;
+        }
+        if (unstorable(instance, version, modelOf(a), providerOf(a))) {
+          problems.add(UNSTORABLE_TEXT);
+          continue;
+        }
+        if (span.endTimeUnixNano - span.startTimeUnixNano > BigInt(LIMITS.latencyMs) * NS_PER_MS) {
+          problems.add(`a span must last at most ${MAX_LATENCY_S} s`);
           continue;
         }
         const tokens: Partial<Record<Exclude<Measure, "duration">, number>> = {};

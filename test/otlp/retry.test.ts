@@ -107,6 +107,39 @@ t.test("503 with Retry-After while QuestDB is cut; the SDK's retry is stored onc
     { heartbeats: 2, input: 1500, output: 250 },
     "both exports stored, the retried one once, with its whole increment",
   );
+
+  // A longer outage: the exporter gives up on two exports (its timeout is shorter than the
+  // Retry-After). Their intervals are not lost: the states they moved went back when their rows
+  // could not be stored, so the first export after the outage counts everything since the last
+  // stored one (a cumulative counter still holds it).
+  const impatient = new OTLPMetricExporter({
+    url: `${relayUrl}/v1/otlp/v1/metrics`,
+    headers: { Authorization: `Bearer ${w.keys.ingest}` },
+    timeoutMillis: 800,
+  });
+  proxy.cut();
+  for (const n of [300, 200]) {
+    tokens.record(n, { ...attrs, "gen_ai.token.type": "input" });
+    const { resourceMetrics } = await reader.collect();
+    const code = await new Promise<number>((resolve) =>
+      impatient.export(resourceMetrics, (r) => resolve(r.code)),
+    );
+    t.not(code, 0, `the export of ${n} more tokens is given up while QuestDB is cut`);
+    // Vigil's own attempt at the write goes on after the exporter gave up (about 1 s): until it failed
+    await new Promise((r) => setTimeout(r, 1500));
+  }
+  proxy.restore();
+  tokens.record(100, { ...attrs, "gen_ai.token.type": "input" });
+  t.equal(await exportNow(), 0, "the first export after the outage is taken");
+  await ta.ctx.stores.series.waitVisible();
+  const after = await call(ta.app, w.keys.bobOrgB, "PUT", `/v1/usage?connection_id=${w.conns.OB}`);
+  const g2 = (after.json() as { gateway: { heartbeats: number; input_tokens: number } }).gateway;
+  t.same(
+    { heartbeats: g2.heartbeats, input: g2.input_tokens },
+    { heartbeats: 3, input: 1500 + 300 + 200 + 100 },
+    "every token of the outage counted, once",
+  );
+  await impatient.shutdown();
   await exporter.shutdown();
   await provider.shutdown();
 });
