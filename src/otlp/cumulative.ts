@@ -293,6 +293,9 @@ class CumulativeState {
           // a conflict with another process is a swap that did not happen: read again, recompute
           for (const b of batch) {
             if (isConflict(err)) b.resolve(false);
+            // the key's connection was deleted a moment ago (its key still cached): not a 500
+            else if (sqlState(err) === "23503")
+              b.reject(new ServiceError("unauthenticated", "The key's gateway connection no longer exists."));
             else b.reject(err);
           }
           continue;

@@ -133,6 +133,24 @@ t.test("OTLP: the review's cases", async (t) => {
     t.same(await usage(gw.id), { heartbeats: 1, input: 7 }, "the other instance's point stored");
   });
 
+  await t.test("the key's connection deleted a moment ago (key still cached): 401, not a 500", async (t) => {
+    const gw = await gateway("deleted");
+    await send(gw.key, counter({ "service.instance.id": "gw-x" }, now - 5 * MINUTE, now - 4 * MINUTE, 1));
+    await ta.ctx.stores.db.query("DELETE FROM connections WHERE id = $1", [gw.id]);
+    const res = await ta.app.inject({
+      method: "POST",
+      url: "/v1/otlp/v1/metrics",
+      headers: { authorization: `Bearer ${gw.key}`, "content-type": "application/x-protobuf" },
+      payload: encodeRequest(
+        "metrics",
+        counter({ "service.instance.id": "gw-y" }, now - 3 * MINUTE, now - 2 * MINUTE, 2),
+        "protobuf",
+      ),
+    });
+    t.ok(res.statusCode < 500, `answered ${res.statusCode}`);
+    t.ok([401, 403].includes(res.statusCode), "refused as a key without its connection");
+  });
+
   await t.test("a duration beyond an hour per operation: rejected, not a 400 for the export", async (t) => {
     const gw = await gateway("huge duration");
     const body = metricsRequest([
