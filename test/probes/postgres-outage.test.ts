@@ -1,4 +1,3 @@
-import net from "node:net";
 import t from "tap";
 import { loadConfig } from "../../src/config.js";
 import { closeContext, createContext } from "../../src/core/context.js";
@@ -11,34 +10,7 @@ import { createPgStore } from "../../src/stores/relational/pg.js";
 import { createSqlSeriesStore } from "../../src/stores/series/sql.js";
 import { StoreSupervisor } from "../../src/stores/supervisor.js";
 import { freshDatabaseUrl, requireBackend } from "../helpers/backends.js";
-
-/** A TCP proxy to the real PostgreSQL that the test can cut and restore: an outage without faking the database. */
-async function cuttableProxy(target: URL) {
-  const sockets = new Set<net.Socket>();
-  let up = true;
-  const server = net.createServer((client) => {
-    if (!up) return client.destroy();
-    const upstream = net.connect(Number(target.port || 5432), target.hostname);
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on("close", () => sockets.delete(s));
-      s.on("error", () => {});
-    }
-    client.pipe(upstream).pipe(client);
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    cut() {
-      up = false;
-      for (const s of sockets) s.destroy();
-    },
-    restore() {
-      up = true;
-    },
-    close: () => new Promise<void>((r) => server.close(() => r())),
-  };
-}
+import { cuttableProxy } from "../helpers/proxy.js";
 
 t.test("Postgres briefly unreachable: checks pause and resume, no false incident", async (t) => {
   if (!(await requireBackend(t, "postgres"))) return;
