@@ -30,41 +30,88 @@ const IDLE_MS = 60 * 60_000;
 /** Attempts at the swap before the export is answered 503 (retried by the exporter). */
 const ATTEMPTS = 4;
 
-type Stored = [string, string, number, number, string | null, string | null, number | null, number | null];
+/** What the first format stored per series (JSON, migration 030); still read. */
+type StoredV1 = [string, string, number, number, string | null, string | null, number | null, number | null];
+
+/**
+ * The stored form of an instance's series (otlp_series.state). Format 2, written since
+ * 2026-11-28, is text without quotes (cheap to send in a text array, and about half the JSON's
+ * size, so most instances' rows stay within PostgreSQL's page: see migration 031):
+ *
+ *     v2
+ *     <time ns>,<time ns>,…                    distinct starts and times, referred to by index
+ *     <key> <start> <time> <value> <count> [<prev start> <prev time> <prev value> <prev count>]
+ *     …
+ *
+ * A key is the series digest's first 16 characters (96 bits: unique among one instance's series).
+ * Format 1 (a JSON object of key -> [start, time, value, count, prev…]) is still read.
+ */
+const KEY_LENGTH = 16;
+/** A series' key in the state: its digest's first characters. */
+const stateKey = (seriesKey: string) => seriesKey.slice(0, KEY_LENGTH);
 
 function parse(text: string): Series {
   const out: Series = new Map();
-  const raw = JSON.parse(text) as Record<string, Stored>;
-  for (const [k, v] of Object.entries(raw)) {
-    const [start, time, value, count, ps, pt, pv, pc] = v;
-    out.set(k, {
-      startNs: BigInt(start),
-      timeNs: BigInt(time),
-      value,
-      count,
+  if (text.startsWith("{")) {
+    const raw = JSON.parse(text) as Record<string, StoredV1>;
+    for (const [k, v] of Object.entries(raw)) {
+      const [start, time, value, count, ps, pt, pv, pc] = v;
+      out.set(stateKey(k), {
+        startNs: BigInt(start),
+        timeNs: BigInt(time),
+        value,
+        count,
+        prev:
+          ps === null || pt === null
+            ? null
+            : { startNs: BigInt(ps), timeNs: BigInt(pt), value: pv ?? 0, count: pc ?? 0 },
+      });
+    }
+    return out;
+  }
+  const lines = text.split("\n");
+  if (lines[0] !== "v2") throw new Error(`otlp_series.state: unknown format ${JSON.stringify(lines[0])}`);
+  const times = (lines[1] ?? "").split(",").map((t) => BigInt(t || "0"));
+  const time = (i: string | undefined) => {
+    const t = times[Number(i)];
+    if (t === undefined) throw new Error("otlp_series.state: a time index out of range");
+    return t;
+  };
+  for (let i = 2; i < lines.length; i++) {
+    const f = (lines[i] as string).split(" ");
+    if (f.length < 5) continue;
+    out.set(f[0] as string, {
+      startNs: time(f[1]),
+      timeNs: time(f[2]),
+      value: Number(f[3]),
+      count: Number(f[4]),
       prev:
-        ps === null || pt === null
-          ? null
-          : { startNs: BigInt(ps), timeNs: BigInt(pt), value: pv ?? 0, count: pc ?? 0 },
+        f.length >= 9
+          ? { startNs: time(f[5]), timeNs: time(f[6]), value: Number(f[7]), count: Number(f[8]) }
+          : null,
     });
   }
   return out;
 }
 
 function serialize(series: Series): string {
-  const raw: Record<string, Stored> = {};
-  for (const [k, s] of series)
-    raw[k] = [
-      String(s.startNs),
-      String(s.timeNs),
-      s.value,
-      s.count,
-      s.prev ? String(s.prev.startNs) : null,
-      s.prev ? String(s.prev.timeNs) : null,
-      s.prev ? s.prev.value : null,
-      s.prev ? s.prev.count : null,
-    ];
-  return JSON.stringify(raw);
+  const index = new Map<bigint, number>();
+  const times: bigint[] = [];
+  const at = (t: bigint) => {
+    let i = index.get(t);
+    if (i === undefined) {
+      i = times.length;
+      index.set(t, i);
+      times.push(t);
+    }
+    return i;
+  };
+  let body = "";
+  for (const [k, s] of series) {
+    body += `\n${k} ${at(s.startNs)} ${at(s.timeNs)} ${s.value} ${s.count}`;
+    if (s.prev) body += ` ${at(s.prev.startNs)} ${at(s.prev.timeNs)} ${s.prev.value} ${s.prev.count}`;
+  }
+  return `v2\n${times.join(",")}${body}`;
 }
 
 /**
@@ -80,7 +127,8 @@ function step(
   let next: Series | null = null;
   let starts: Set<bigint> | null = null;
   for (const p of points) {
-    const s = (next ?? series).get(p.seriesKey) ?? null;
+    const key = stateKey(p.seriesKey);
+    const s = (next ?? series).get(key) ?? null;
     if (!s && !starts) {
       starts = new Set();
       for (const e of series.values()) starts.add(e.startNs);
@@ -90,7 +138,7 @@ function step(
     incs.push({ point: p, ...inc });
     if (s && p.timeNs === s.timeNs) continue; // a resend of the latest point: the state stays
     next ??= new Map(series);
-    next.set(p.seriesKey, {
+    next.set(key, {
       startNs: p.startNs,
       timeNs: p.timeNs,
       value: p.value,

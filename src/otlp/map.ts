@@ -123,20 +123,48 @@ const modelOf = (a: Attributes) =>
 const providerOf = (a: Attributes) =>
   (str(a["gen_ai.provider.name"]) ?? str(a["gen_ai.system"]))?.slice(0, 100) ?? null;
 
-/** Attributes as stable text (sorted keys), for a series' identity. */
-function stable(v: AttributeValue): string {
+/**
+ * Attributes as stable text (sorted keys), for a series' identity. The text is part of stored
+ * series keys (otlp_series): it must never change for the same attributes.
+ */
+export function stable(v: AttributeValue): string {
+  if (typeof v === "string") return JSON.stringify(v);
   if (typeof v === "bigint") return `${v}n`;
   if (v instanceof Uint8Array) return `b:${Buffer.from(v).toString("base64")}`;
-  if (Array.isArray(v)) return `[${v.map(stable).join(",")}]`;
-  if (v && typeof v === "object")
-    return `{${Object.keys(v)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${stable(v[k] as AttributeValue)}`)
-      .join(",")}}`;
+  if (Array.isArray(v)) {
+    let out = "[";
+    for (let i = 0; i < v.length; i++) out += (i > 0 ? "," : "") + stable(v[i] as AttributeValue);
+    return `${out}]`;
+  }
+  if (v && typeof v === "object") {
+    const keys = Object.keys(v).sort();
+    let out = "{";
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i] as string;
+      out += `${i > 0 ? "," : ""}${JSON.stringify(k)}:${stable(v[k] as AttributeValue)}`;
+    }
+    return `${out}}`;
+  }
   return JSON.stringify(v);
 }
 
 export const digest = (text: string) => hash("sha256", text, "base64url").slice(0, 32);
+
+/**
+ * The digests of cumulative series' identities, remembered: a gateway sends the same series every
+ * export, and a map lookup costs a fraction of a SHA-256. Bounded: emptied when full.
+ */
+const seriesDigests = new Map<string, string>();
+const SERIES_DIGESTS_MAX = 50_000;
+function seriesDigest(text: string): string {
+  let d = seriesDigests.get(text);
+  if (d === undefined) {
+    d = digest(text);
+    if (seriesDigests.size >= SERIES_DIGESTS_MAX) seriesDigests.clear();
+    seriesDigests.set(text, d);
+  }
+  return d;
+}
 
 const nsToMs = (ns: bigint) => Number(ns / NS_PER_MS);
 
@@ -186,12 +214,15 @@ export function mapMetrics(req: OtlpMetricsRequest, nowMs: number): MappedMetric
   const problems = new Problems();
   const ignored = new Map<string, number>();
   let tokenMetrics = false;
+  let lastTime = -1n;
+  let lastProblem: string | null = null;
   for (const rm of req.resourceMetrics) {
     const instance = instanceOf(rm.resource.attributes);
     const version = str(rm.resource.attributes["service.version"])?.slice(0, 64) ?? null;
     // a series is its resource (all its attributes: two replicas never share one), its scope, its
     // metric and its point's attributes
     const resource = resourceKey(rm.resource.attributes);
+    const resourceUnstorable = unstorable(instance, version);
     for (const sm of rm.scopeMetrics) {
       const scope = `${sm.scope.name}\n${sm.scope.version}`;
       for (const m of sm.metrics) {
@@ -241,7 +272,12 @@ export function mapMetrics(req: OtlpMetricsRequest, nowMs: number): MappedMetric
             problems.add(`${m.name}: a token count must be at most ${LIMITS.tokens}`);
             continue;
           }
-          const when = timeProblem(p.timeUnixNano, nowMs);
+          // the points of an export mostly share their time: judged once per distinct time
+          if (p.timeUnixNano !== lastTime) {
+            lastTime = p.timeUnixNano;
+            lastProblem = timeProblem(p.timeUnixNano, nowMs);
+          }
+          const when = lastProblem;
           if (when) {
             problems.add(`${m.name}: ${when}`);
             continue;
@@ -263,7 +299,7 @@ export function mapMetrics(req: OtlpMetricsRequest, nowMs: number): MappedMetric
           } else measure = role.kind === "tokens" ? role.measure : "duration";
           const model = modelOf(p.attributes);
           const provider = providerOf(p.attributes);
-          if (unstorable(instance, version, model, provider)) {
+          if (resourceUnstorable || unstorable(model, provider)) {
             problems.add(`${m.name}: ${UNSTORABLE_TEXT}`);
             continue;
           }
@@ -279,7 +315,7 @@ export function mapMetrics(req: OtlpMetricsRequest, nowMs: number): MappedMetric
             // a cumulative series' key is stored with its state (short), with its start time: each
             // life of a counter (and each of two writers that share every attribute) is its own;
             // a delta point's only names it within this request
-            seriesKey: cumulative ? digest(`${series}\n${p.startTimeUnixNano}`) : series,
+            seriesKey: cumulative ? seriesDigest(`${series}\n${p.startTimeUnixNano}`) : series,
             measure,
             cumulative,
             startNs: p.startTimeUnixNano,
@@ -424,12 +460,25 @@ export function groupIncrements(increments: readonly Increment[]): UsageGroup[] 
   const groups = new Map<string, UsageGroup>();
   // the same point twice in one request (a Collector merging a retry with the original): once
   const seen = new Set<string>();
+  // the points of a request mostly share their start and time: each turned into text once
+  const text = new Map<bigint, string>();
+  const textOf = (ns: bigint) => {
+    let t = text.get(ns);
+    if (t === undefined) text.set(ns, (t = String(ns)));
+    return t;
+  };
+  const ms = new Map<bigint, number>();
+  const msOf = (ns: bigint) => {
+    let m = ms.get(ns);
+    if (m === undefined) ms.set(ns, (m = nsToMs(ns)));
+    return m;
+  };
   for (const inc of increments) {
     const p = inc.point;
-    const part = `${p.seriesKey}:${p.startNs}:${p.timeNs}`;
+    const part = `${p.seriesKey}:${textOf(p.startNs)}:${textOf(p.timeNs)}`;
     if (seen.has(part)) continue;
     seen.add(part);
-    const timeMs = nsToMs(p.timeNs);
+    const timeMs = msOf(p.timeNs);
     const key = `${p.instance}\n${timeMs}`;
     let g = groups.get(key);
     if (!g) {
@@ -437,7 +486,8 @@ export function groupIncrements(increments: readonly Increment[]): UsageGroup[] 
       groups.set(key, g);
     }
     g.parts.push(part);
-    g.fromMs = Math.min(g.fromMs, nsToMs(inc.fromNs));
+    const fromMs = msOf(inc.fromNs);
+    if (fromMs < g.fromMs) g.fromMs = fromMs;
     const m = modelIn(g, p.model);
     if (p.provider) m.providers.add(p.provider);
     switch (p.measure) {

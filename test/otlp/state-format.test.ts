@@ -1,0 +1,128 @@
+import t from "tap";
+import { decodeMetricsRequest } from "../../src/otlp/decode.js";
+import { mapMetrics } from "../../src/otlp/map.js";
+import { testApp } from "../helpers/app.js";
+import { requireBackend } from "../helpers/backends.js";
+import { encodeRequest, type Json, metricsRequest, sumMetric } from "../helpers/otlp-bodies.js";
+import { call, seedTenants } from "../helpers/tenants.js";
+
+/*
+ * The stored state of cumulative series (otlp_series.state) changed format on 2026-11-28 (from a
+ * JSON object to compact text, src/otlp/cumulative.ts). A state an earlier Vigil wrote must still
+ * be read after an upgrade: otherwise the first export after it takes every series as new and
+ * counts each running total in full again (a gateway's whole usage since its start, twice).
+ */
+
+const INPUT = "gen_ai.client.inference.usage.input_tokens";
+const MINUTE = 60_000;
+
+for (const relational of ["pglite", "postgres"] as const) {
+  t.test(`${relational}: a state in the first format is read, then rewritten`, async (t) => {
+    if (!(await requireBackend(t, relational))) return;
+    const ta = await testApp(t, { relational });
+    const w = await seedTenants(ta);
+    const owner = w.keys.bobOrgB;
+    const res = await call(ta.app, owner, "POST", "/v1/connections", {
+      service_type: "gateway",
+      service_name: "upgraded",
+    });
+    const gw = res.json() as { connection: { id: string }; ingest_api_key: string };
+    const resource = { "service.instance.id": "gw-upgraded" };
+    const start = Date.now() - 30 * MINUTE;
+    const counter = (time: number, value: number): Json =>
+      metricsRequest([
+        {
+          resource,
+          metrics: [
+            sumMetric(INPUT, "cumulative", [
+              { start, time, asInt: value, attributes: { "gen_ai.request.model": "gpt-4o" } },
+            ]),
+          ],
+        },
+      ]);
+    const send = async (body: Json) => {
+      const r = await ta.app.inject({
+        method: "POST",
+        url: "/v1/otlp/v1/metrics",
+        headers: { authorization: `Bearer ${gw.ingest_api_key}`, "content-type": "application/x-protobuf" },
+        payload: encodeRequest("metrics", body, "protobuf"),
+      });
+      t.equal(r.statusCode, 200, r.body);
+    };
+    const input = async () => {
+      const r = await call(ta.app, owner, "PUT", `/v1/usage?connection_id=${gw.connection.id}`);
+      return (r.json() as { gateway: { input_tokens: number } | null }).gateway?.input_tokens ?? 0;
+    };
+
+    // what the earlier Vigil stored after a point of 1,000 tokens ten minutes ago: the series'
+    // full digest as key, times as decimal text (this Vigil process has never seen the instance)
+    const before = counter(Date.now() - 10 * MINUTE, 1000);
+    const [point] = mapMetrics(
+      decodeMetricsRequest(encodeRequest("metrics", before, "protobuf"), "protobuf"),
+      Date.now(),
+    ).points;
+    if (!point) throw new Error("the request maps to no point");
+    t.equal(point.seriesKey.length, 32, "a series key as the first format stored it");
+    const v1 = JSON.stringify({
+      [point.seriesKey]: [String(point.startNs), String(point.timeNs), 1000, 0, null, null, null, null],
+    });
+    await ta.ctx.stores.db.query(
+      "INSERT INTO otlp_series (connection_id, instance, version, state, updated_at) VALUES ($1, $2, 7, $3, now())",
+      [gw.connection.id, "gw-upgraded", v1],
+    );
+
+    const after = counter(Date.now() - MINUTE, 1600);
+    await send(after);
+    t.equal(await input(), 600, "the point after the upgrade adds its increment (1,600 − 1,000), not 1,600");
+    await send(after);
+    t.equal(await input(), 600, "its resend is stored once");
+
+    const row = await ta.ctx.stores.db.query<{ version: string | number; state: string }>(
+      "SELECT version, state FROM otlp_series WHERE connection_id = $1",
+      [gw.connection.id],
+    );
+    t.equal(Number(row.rows[0]?.version), 8, "written back once, by compare and set on the old version");
+    t.match(row.rows[0]?.state ?? "", /^v2\n/, "in the second format");
+
+    // a second process (no memory of the instance) reads the second format
+    const other = await testApp(t, { sameStoresAs: ta });
+    const next = await other.app.inject({
+      method: "POST",
+      url: "/v1/otlp/v1/metrics",
+      headers: { authorization: `Bearer ${gw.ingest_api_key}`, "content-type": "application/x-protobuf" },
+      payload: encodeRequest("metrics", counter(Date.now(), 1750), "protobuf"),
+    });
+    t.equal(next.statusCode, 200, next.body);
+    t.equal(await input(), 750, "another process continues from the stored state: + 150");
+
+    if (relational === "postgres") {
+      // an instance of 100 series stays within the row: no TOAST value written per export
+      const many = metricsRequest([
+        {
+          resource: { "service.instance.id": "gw-wide" },
+          metrics: [
+            sumMetric(
+              INPUT,
+              "cumulative",
+              Array.from({ length: 100 }, (_, i) => ({
+                start,
+                time: Date.now() - MINUTE,
+                asInt: 10 + i,
+                attributes: { "gen_ai.request.model": `model-${i}` },
+              })),
+            ),
+          ],
+        },
+      ]);
+      await send(many);
+      const size = await ta.ctx.stores.db.query<{ stored: number; toasted: number }>(
+        `SELECT pg_column_size(state)::int AS stored,
+                (SELECT pg_relation_size(reltoastrelid)::int FROM pg_class WHERE relname = 'otlp_series') AS toasted
+           FROM otlp_series WHERE connection_id = $1 AND instance = 'gw-wide'`,
+        [gw.connection.id],
+      );
+      t.ok((size.rows[0]?.stored ?? 0) > 2000, `the state is beyond 2 KB (${size.rows[0]?.stored} bytes)`);
+      t.equal(size.rows[0]?.toasted, 0, "and nothing of it is in the TOAST table");
+    }
+  });
+}
