@@ -1,7 +1,14 @@
 import type { AppContext } from "../core/context.js";
 import { perApp } from "../core/context.js";
 import { ServiceError } from "../core/errors.js";
-import { cumulativeIncrement, type Increment, MAX_AGE_MS, type SeriesState, type UsagePoint } from "./map.js";
+import {
+  cumulativeIncrement,
+  type Increment,
+  legacySeriesKey,
+  MAX_AGE_MS,
+  type SeriesState,
+  type UsagePoint,
+} from "./map.js";
 import { selectInstanceState, type StateSwap, swapInstanceStates } from "./repository.js";
 
 /**
@@ -44,9 +51,13 @@ type StoredV1 = [string, string, number, number, string | null, string | null, n
  *     …
  *
  * A key is the series digest's first 16 characters (96 bits: unique among one instance's series).
- * Format 1 (a JSON object of key -> [start, time, value, count, prev…]) is still read.
+ * Format 1 (a JSON object of key -> [start, time, value, count, prev…]) is still read. Its keys
+ * were digests of another identity text (map.ts, legacySeriesKey): they are kept marked with `~`
+ * and taken over by a series the first time its point misses under its own key, so a series an
+ * exporter sends only now and then is never taken for a new one after an upgrade.
  */
 const KEY_LENGTH = 16;
+const LEGACY = "~";
 /** A series' key in the state: its digest's first characters. */
 const stateKey = (seriesKey: string) => seriesKey.slice(0, KEY_LENGTH);
 
@@ -56,7 +67,7 @@ function parse(text: string): Series {
     const raw = JSON.parse(text) as Record<string, StoredV1>;
     for (const [k, v] of Object.entries(raw)) {
       const [start, time, value, count, ps, pt, pv, pc] = v;
-      out.set(stateKey(k), {
+      out.set(LEGACY + stateKey(k), {
         startNs: BigInt(start),
         timeNs: BigInt(time),
         value,
@@ -126,16 +137,28 @@ function step(
   const incs: Increment[] = [];
   let next: Series | null = null;
   let starts: Set<bigint> | null = null;
+  let legacy: boolean | null = null;
   for (const p of points) {
     const key = stateKey(p.seriesKey);
-    const s = (next ?? series).get(key) ?? null;
+    let s = (next ?? series).get(key) ?? null;
+    if (!s) {
+      // a state stored before 2026-11-28 names this series by its former key: it takes it over
+      legacy ??= [...series.keys()].some((k) => k.startsWith(LEGACY));
+      const old = legacy ? LEGACY + stateKey(legacySeriesKey(p)) : null;
+      s = old === null ? null : ((next ?? series).get(old) ?? null);
+      if (s && old !== null) {
+        next ??= new Map(series);
+        next.delete(old);
+        next.set(key, s);
+      }
+    }
     if (!s && !starts) {
       starts = new Set();
       for (const e of series.values()) starts.add(e.startNs);
     }
     const inc = cumulativeIncrement(p, s, !s && (starts?.has(p.startNs) ?? false));
     if (!inc) continue;
-    incs.push({ point: p, ...inc });
+    incs.push({ point: p, value: inc.value, count: inc.count, fromNs: inc.fromNs });
     if (s && p.timeNs === s.timeNs) continue; // a resend of the latest point: the state stays
     next ??= new Map(series);
     next.set(key, {

@@ -31,6 +31,16 @@ export interface StateSwap {
   state: string;
 }
 
+function joinStates(swaps: readonly StateSwap[]): string {
+  let out = "";
+  for (let i = 0; i < swaps.length; i++) {
+    const state = (swaps[i] as StateSwap).state;
+    if (state.includes("|")) throw new Error("a state holds a '|': not format 2");
+    out += i === 0 ? state : `|${state}`;
+  }
+  return out;
+}
+
 /**
  * Writes each state whose stored version is still the one given (compare and set), all in one
  * statement and one commit, and answers which were written (`connectionId\ninstance`); the others
@@ -43,7 +53,7 @@ export async function swapInstanceStates(
 ): Promise<Set<string>> {
   const r = await db.query<{ connection_id: string; instance: string }>(
     `WITH u AS (
-       SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) AS u(connection_id, instance, version, state)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], string_to_array($4, '|')) AS u(connection_id, instance, version, state)
      ), updated AS (
        UPDATE otlp_series AS s SET version = s.version + 1, state = u.state, updated_at = $5
          FROM u
@@ -61,12 +71,24 @@ export async function swapInstanceStates(
       swaps.map((s) => s.connectionId),
       swaps.map((s) => s.instance),
       swaps.map((s) => s.version),
-      swaps.map((s) => s.state),
+      // one text, not a text array: a state never holds a "|" (cumulative.ts, format 2), and so
+      // needs no escaping element by element (a text array's cost, for states of kilobytes)
+      joinStates(swaps),
       now,
     ],
     { prepare: "otlp_state_swap" },
   );
   return new Set(r.rows.map((row) => `${row.connection_id}\n${row.instance}`));
+}
+
+/**
+ * Removes the states of instances that have not exported since `before` (every series in them is
+ * older than any point Vigil still takes, so none can be continued): gateways renamed, scaled
+ * down or gone leave no rows behind. Answers how many were removed.
+ */
+export async function expireInstanceStates(db: Queryable, before: Date): Promise<number> {
+  const r = await db.query("DELETE FROM otlp_series WHERE updated_at < $1", [before]);
+  return r.rowCount;
 }
 
 /** Marks (or re-marks) the connection as one that exports GenAI token metrics. */

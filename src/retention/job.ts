@@ -10,14 +10,16 @@ import { DAILY_ROLLUP_DAYS, MONTHLY_ROLLUP_YEARS, rawExpiryRules } from "./polic
 import { rollUp } from "./rollups.js";
 import { expireIdempotencyKeys } from "../usage/repository.js";
 import { IDEMPOTENCY_HOURS } from "../usage/record.js";
+import { MAX_AGE_MS } from "../otlp/map.js";
+import { expireInstanceStates } from "../otlp/repository.js";
 
 const DAY_MS = 86_400_000;
 
 /**
  * Removes what retention no longer keeps: raw availability samples past each connection's plan
  * (docs/operations.md: Retention and rollups), daily rollups past 425 days, monthly ones past 6 years, and the partial
- * rows of the day in progress past two days (reads use only the newest run's). Resolves with the
- * rows removed per table.
+ * rows of the day in progress past two days (reads use only the newest run's), and the OTLP
+ * series states of gateway instances silent for 30 days. Resolves with the rows removed per table.
  */
 export async function expire(ctx: AppContext): Promise<Record<string, number>> {
   const now = ctx.now();
@@ -40,6 +42,8 @@ export async function expire(ctx: AppContext): Promise<Record<string, number>> {
     ctx.stores.db,
     new Date(now.getTime() - IDEMPOTENCY_HOURS * 3_600_000),
   );
+  // OTLP cumulative states of gateway instances silent for longer than a point may be old
+  const otlp = await expireInstanceStates(ctx.stores.db, new Date(now.getTime() - MAX_AGE_MS));
   return {
     availability_samples: raw,
     availability_daily: daily,
@@ -47,6 +51,7 @@ export async function expire(ctx: AppContext): Promise<Record<string, number>> {
     availability_partial: partial,
     anomaly_buckets: buckets,
     usage_idempotency_keys: idempotency,
+    otlp_series: otlp,
   };
 }
 

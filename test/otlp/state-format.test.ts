@@ -1,6 +1,7 @@
 import t from "tap";
 import { decodeMetricsRequest } from "../../src/otlp/decode.js";
-import { mapMetrics } from "../../src/otlp/map.js";
+import { digest, mapMetrics, stable } from "../../src/otlp/map.js";
+import { expire } from "../../src/retention/job.js";
 import { testApp } from "../helpers/app.js";
 import { requireBackend } from "../helpers/backends.js";
 import { encodeRequest, type Json, metricsRequest, sumMetric } from "../helpers/otlp-bodies.js";
@@ -29,13 +30,13 @@ for (const relational of ["pglite", "postgres"] as const) {
     const gw = res.json() as { connection: { id: string }; ingest_api_key: string };
     const resource = { "service.instance.id": "gw-upgraded" };
     const start = Date.now() - 30 * MINUTE;
-    const counter = (time: number, value: number): Json =>
+    const counter = (time: number, value: number, model = "gpt-4o"): Json =>
       metricsRequest([
         {
           resource,
           metrics: [
             sumMetric(INPUT, "cumulative", [
-              { start, time, asInt: value, attributes: { "gen_ai.request.model": "gpt-4o" } },
+              { start, time, asInt: value, attributes: { "gen_ai.request.model": model } },
             ]),
           ],
         },
@@ -57,14 +58,36 @@ for (const relational of ["pglite", "postgres"] as const) {
     // what the earlier Vigil stored after a point of 1,000 tokens ten minutes ago: the series'
     // full digest as key, times as decimal text (this Vigil process has never seen the instance)
     const before = counter(Date.now() - 10 * MINUTE, 1000);
-    const [point] = mapMetrics(
-      decodeMetricsRequest(encodeRequest("metrics", before, "protobuf"), "protobuf"),
-      Date.now(),
-    ).points;
-    if (!point) throw new Error("the request maps to no point");
-    t.equal(point.seriesKey.length, 32, "a series key as the first format stored it");
+    // the key as the first format's code made it: sha256 of instance, resource, scope, metric,
+    // attributes (stable text) and start
+    const oldKeyOf = (body: Json) => {
+      const decoded = decodeMetricsRequest(encodeRequest("metrics", body, "protobuf"), "protobuf");
+      const [point] = mapMetrics(decoded, Date.now()).points;
+      const rm = decoded.resourceMetrics[0];
+      const sm = rm?.scopeMetrics[0];
+      const dp = sm?.metrics[0]?.dataPoints[0];
+      if (!point || !rm || !sm || !dp) throw new Error("the request maps to no point");
+      const key = digest(
+        [
+          "gw-upgraded",
+          digest(stable(rm.resource.attributes)),
+          sm.scope.name,
+          sm.scope.version,
+          INPUT,
+          stable(dp.attributes),
+          String(dp.startTimeUnixNano),
+        ].join("\n"),
+      );
+      return { key, point };
+    };
+    const old = oldKeyOf(before);
+    t.not(old.point.seriesKey, old.key, "the series key changed since");
+    // a second model the exporter sends only now and then: 300 tokens so far
+    const rare = oldKeyOf(counter(Date.now() - 10 * MINUTE, 300, "o3-mini"));
+    const times = [String(old.point.startNs), String(old.point.timeNs)];
     const v1 = JSON.stringify({
-      [point.seriesKey]: [String(point.startNs), String(point.timeNs), 1000, 0, null, null, null, null],
+      [old.key]: [...times, 1000, 0, null, null, null, null],
+      [rare.key]: [...times, 300, 0, null, null, null, null],
     });
     await ta.ctx.stores.db.query(
       "INSERT INTO otlp_series (connection_id, instance, version, state, updated_at) VALUES ($1, $2, 7, $3, now())",
@@ -94,6 +117,48 @@ for (const relational of ["pglite", "postgres"] as const) {
     });
     t.equal(next.statusCode, 200, next.body);
     t.equal(await input(), 750, "another process continues from the stored state: + 150");
+    const later = await other.app.inject({
+      method: "POST",
+      url: "/v1/otlp/v1/metrics",
+      headers: { authorization: `Bearer ${gw.ingest_api_key}`, "content-type": "application/x-protobuf" },
+      payload: encodeRequest("metrics", counter(Date.now(), 520, "o3-mini"), "protobuf"),
+    });
+    t.equal(later.statusCode, 200, later.body);
+    t.equal(
+      await input(),
+      970,
+      "a series absent from the exports since the upgrade still continues from its old state: + 220, not 520",
+    );
+
+    // the retention job removes states of instances silent for longer than a point may be old
+    const db = ta.ctx.stores.db;
+    await send(
+      metricsRequest([
+        {
+          resource: { "service.instance.id": "gw-active" },
+          metrics: [
+            sumMetric(INPUT, "cumulative", [
+              { start, time: Date.now(), asInt: 5, attributes: { "gen_ai.request.model": "gpt-4o" } },
+            ]),
+          ],
+        },
+      ]),
+    );
+    await db.query(
+      "UPDATE otlp_series SET updated_at = now() - interval '31 days' WHERE connection_id = $1 AND instance = 'gw-upgraded'",
+      [gw.connection.id],
+    );
+    const removed = await expire(ta.ctx);
+    t.equal(removed.otlp_series, 1, "one silent instance's state expired");
+    const left = await db.query<{ instance: string }>(
+      "SELECT instance FROM otlp_series WHERE connection_id = $1",
+      [gw.connection.id],
+    );
+    t.same(
+      left.rows.map((r) => r.instance),
+      ["gw-active"],
+      "the instance that exported a moment ago keeps its state",
+    );
 
     if (relational === "postgres") {
       // an instance of 100 series stays within the row: no TOAST value written per export
