@@ -32,6 +32,13 @@ interface Entry {
   usedAt: number;
 }
 
+/**
+ * The most series Vigil follows per gateway instance (each export rewrites the instance's whole
+ * state: about 60 bytes a series). Points of further new series are refused; 500 models with
+ * every token type and a duration are 3,000.
+ */
+export const MAX_SERIES_PER_INSTANCE = 5_000;
+
 /** An instance not exported for this long leaves memory (its state stays in PostgreSQL). */
 const IDLE_MS = 60 * 60_000;
 /** Attempts at the swap before the export is answered 503 (retried by the exporter). */
@@ -133,8 +140,9 @@ function step(
   points: readonly UsagePoint[],
   series: Series,
   nowMs: number,
-): { incs: Increment[]; next: Series | null } {
+): { incs: Increment[]; next: Series | null; refused: number } {
   const incs: Increment[] = [];
+  let refused = 0;
   let next: Series | null = null;
   let starts: Set<bigint> | null = null;
   let legacy: boolean | null = null;
@@ -151,6 +159,10 @@ function step(
         next.delete(old);
         next.set(key, s);
       }
+    }
+    if (!s && (next ?? series).size >= MAX_SERIES_PER_INSTANCE) {
+      refused++;
+      continue;
     }
     if (!s && !starts) {
       starts = new Set();
@@ -174,7 +186,7 @@ function step(
     const oldest = BigInt(nowMs - MAX_AGE_MS) * 1_000_000n;
     for (const [k, s] of next) if (s.timeNs < oldest) next.delete(k);
   }
-  return { incs, next };
+  return { incs, next, refused };
 }
 
 /** An instance whose state an export replaced: what it was, and the version written. */
@@ -232,7 +244,13 @@ class CumulativeState {
   async increments(
     connectionId: string,
     points: readonly UsagePoint[],
-  ): Promise<{ incs: Increment[]; undo: () => Promise<void>; release: () => void }> {
+  ): Promise<{
+    incs: Increment[];
+    undo: () => Promise<void>;
+    release: () => void;
+    /** Points of new series refused per instance (MAX_SERIES_PER_INSTANCE reached). */
+    refused: Map<string, number>;
+  }> {
     const byInstance = new Map<string, UsagePoint[]>();
     for (const p of points) {
       const list = byInstance.get(p.instance);
@@ -240,6 +258,7 @@ class CumulativeState {
       else byInstance.set(p.instance, [p]);
     }
     const out: Increment[] = [];
+    const refused = new Map<string, number>();
     const taken: Taken[] = [];
     const releases: (() => void)[] = [];
     const release = () => {
@@ -254,6 +273,7 @@ class CumulativeState {
         releases.push(await this.lock(`${connectionId}\n${instance}`));
         const t = await this.take(connectionId, instance, list);
         for (const inc of t.incs) out.push(inc);
+        if (t.refused > 0) refused.set(instance, t.refused);
         if (t.before) taken.push({ connectionId, instance, before: t.before, version: t.version });
       }
     } catch (err) {
@@ -262,7 +282,7 @@ class CumulativeState {
       throw err;
     }
     this.sweep();
-    return { incs: out, undo: () => this.undo(taken), release };
+    return { incs: out, undo: () => this.undo(taken), release, refused };
   }
 
   /** Waits until no other export of this process holds `key`; resolves with its release. */
@@ -283,21 +303,21 @@ class CumulativeState {
     connectionId: string,
     instance: string,
     points: UsagePoint[],
-  ): Promise<{ incs: Increment[]; before: Entry | null; version: number }> {
+  ): Promise<{ incs: Increment[]; before: Entry | null; version: number; refused: number }> {
     const key = `${connectionId}\n${instance}`;
     const now = this.ctx.now();
     let entry = this.entries.get(key) ?? (await this.load(connectionId, instance));
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-      const { incs, next } = step(points, entry.series, now.getTime());
+      const { incs, next, refused } = step(points, entry.series, now.getTime());
       if (!next) {
         entry.usedAt = now.getTime();
         this.entries.set(key, entry);
-        return { incs, before: null, version: entry.version ?? 0 };
+        return { incs, before: null, version: entry.version ?? 0, refused };
       }
       if (await this.swap({ connectionId, instance, version: entry.version, state: serialize(next) })) {
         const version = (entry.version ?? 0) + 1;
         this.entries.set(key, { version, series: next, usedAt: now.getTime() });
-        return { incs, before: entry, version };
+        return { incs, before: entry, version, refused };
       }
       // another process took this instance's export since: its state, then again
       entry = await this.load(connectionId, instance);

@@ -17,7 +17,7 @@ import {
   type UsageGroup,
   type UsagePoint,
 } from "./map.js";
-import { cumulativeState } from "./cumulative.js";
+import { cumulativeState, MAX_SERIES_PER_INSTANCE } from "./cumulative.js";
 import { markTokenMetrics, tokenMetricsMarkedAt } from "./repository.js";
 import type { OtlpMetricsRequest, OtlpTracesRequest } from "./types.js";
 
@@ -154,17 +154,23 @@ async function increments(
   ctx: AppContext,
   connectionId: string,
   points: UsagePoint[],
-): Promise<{ incs: Increment[]; undo: () => Promise<void>; release: () => void }> {
+): Promise<{
+  incs: Increment[];
+  undo: () => Promise<void>;
+  release: () => void;
+  refused: Map<string, number>;
+}> {
   const out: Increment[] = [];
   const cumulative: UsagePoint[] = [];
   for (const p of points) {
     if (p.cumulative) cumulative.push(p);
     else out.push({ point: p, value: p.value, count: p.count, fromNs: p.startNs || p.timeNs });
   }
-  if (cumulative.length === 0) return { incs: out, undo: async () => {}, release: () => {} };
+  if (cumulative.length === 0)
+    return { incs: out, undo: async () => {}, release: () => {}, refused: new Map() };
   const taken = await cumulativeState(ctx).increments(connectionId, cumulative);
   for (const inc of taken.incs) out.push(inc);
-  return { incs: out, undo: taken.undo, release: taken.release };
+  return { incs: out, undo: taken.undo, release: taken.release, refused: taken.refused };
 }
 
 /**
@@ -180,7 +186,15 @@ export async function ingestOtlpMetrics(
   const mapped = mapMetrics(req, received.getTime());
   const connectionId = p.connectionId;
   if (mapped.tokenMetrics) await noteTokenMetrics(ctx, connectionId, received.getTime());
-  const { incs, undo, release } = await increments(ctx, connectionId, mapped.points);
+  const { incs, undo, release, refused } = await increments(ctx, connectionId, mapped.points);
+  let tooMany = 0;
+  const seriesProblems: string[] = [];
+  for (const [instance, n] of refused) {
+    tooMany += n;
+    seriesProblems.push(
+      `instance ${instance}: Vigil already follows ${MAX_SERIES_PER_INSTANCE} cumulative series of it, the most per instance; ${n} ${n === 1 ? "point of a new series was" : "points of new series were"} rejected (series unused for 30 days leave)`,
+    );
+  }
   const beats = [];
   let capped: ReturnType<typeof capModels>;
   try {
@@ -195,14 +209,18 @@ export async function ingestOtlpMetrics(
   } finally {
     release();
   }
-  otlpPoints.inc({ signal: "metrics", outcome: "stored" }, mapped.points.length - capped.rejected);
-  otlpPoints.inc({ signal: "metrics", outcome: "rejected" }, mapped.rejected + capped.rejected);
+  otlpPoints.inc({ signal: "metrics", outcome: "stored" }, mapped.points.length - capped.rejected - tooMany);
+  otlpPoints.inc({ signal: "metrics", outcome: "rejected" }, mapped.rejected + capped.rejected + tooMany);
   let ignored = 0;
   for (const n of mapped.ignored.values()) ignored += n;
   otlpPoints.inc({ signal: "metrics", outcome: "ignored" }, ignored);
   return {
-    rejected: mapped.rejected + capped.rejected,
-    message: describe([...mapped.problems, ...capped.problems], mapped.ignored, "data points"),
+    rejected: mapped.rejected + capped.rejected + tooMany,
+    message: describe(
+      [...mapped.problems, ...seriesProblems, ...capped.problems],
+      mapped.ignored,
+      "data points",
+    ),
     heartbeats: beats.length,
   };
 }

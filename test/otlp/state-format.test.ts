@@ -4,7 +4,14 @@ import { digest, mapMetrics, stable } from "../../src/otlp/map.js";
 import { expire } from "../../src/retention/job.js";
 import { testApp } from "../helpers/app.js";
 import { requireBackend } from "../helpers/backends.js";
-import { encodeRequest, type Json, metricsRequest, sumMetric } from "../helpers/otlp-bodies.js";
+import { MAX_SERIES_PER_INSTANCE } from "../../src/otlp/cumulative.js";
+import {
+  decodeExportResponse,
+  encodeRequest,
+  type Json,
+  metricsRequest,
+  sumMetric,
+} from "../helpers/otlp-bodies.js";
 import { call, seedTenants } from "../helpers/tenants.js";
 
 /*
@@ -191,3 +198,62 @@ for (const relational of ["pglite", "postgres"] as const) {
     }
   });
 }
+
+t.test("an instance's cumulative series are capped; points of new series beyond are rejected", async (t) => {
+  const ta = await testApp(t);
+  const w = await seedTenants(ta);
+  const res = await call(ta.app, w.keys.bobOrgB, "POST", "/v1/connections", {
+    service_type: "gateway",
+    service_name: "wide",
+  });
+  const gw = res.json() as { connection: { id: string }; ingest_api_key: string };
+  const start = Date.now() - 30 * MINUTE;
+  // one model, one metric, a series per server address
+  const body = (time: number, from: number, to: number): Json =>
+    metricsRequest([
+      {
+        resource: { "service.instance.id": "gw-wide" },
+        metrics: [
+          sumMetric(
+            INPUT,
+            "cumulative",
+            Array.from({ length: to - from }, (_, i) => ({
+              start,
+              time,
+              asInt: 10,
+              attributes: { "gen_ai.request.model": "gpt-4o", "server.address": `host-${from + i}` },
+            })),
+          ),
+        ],
+      },
+    ]);
+  const send = async (json: Json) => {
+    const r = await ta.app.inject({
+      method: "POST",
+      url: "/v1/otlp/v1/metrics",
+      headers: { authorization: `Bearer ${gw.ingest_api_key}`, "content-type": "application/x-protobuf" },
+      payload: encodeRequest("metrics", json, "protobuf"),
+    });
+    t.equal(r.statusCode, 200, r.body.slice(0, 200));
+    return decodeExportResponse("metrics", r.rawPayload, "protobuf");
+  };
+  const input = async () => {
+    const r = await call(ta.app, w.keys.bobOrgB, "PUT", `/v1/usage?connection_id=${gw.connection.id}`);
+    return (r.json() as { gateway: { input_tokens: number } | null }).gateway?.input_tokens ?? 0;
+  };
+  const first = await send(body(Date.now() - 2 * MINUTE, 0, MAX_SERIES_PER_INSTANCE - 2));
+  t.equal(first.rejected, 0, "below the cap: every point taken");
+  t.equal(await input(), 10 * (MAX_SERIES_PER_INSTANCE - 2));
+  // the known series again, and 7 new ones: 2 fit, 5 are refused
+  const second = await send(body(Date.now() - MINUTE, 0, MAX_SERIES_PER_INSTANCE + 5));
+  t.equal(second.rejected, 5, "the points of the new series beyond the cap are rejected");
+  t.match(
+    second.message,
+    new RegExp(`instance gw-wide: Vigil already follows ${MAX_SERIES_PER_INSTANCE} cumulative series`),
+  );
+  t.equal(
+    await input(),
+    10 * MAX_SERIES_PER_INSTANCE,
+    "the known series add nothing (unchanged), the 2 that fit add theirs",
+  );
+});
