@@ -47,6 +47,11 @@ export interface UsagePoint {
   /** The point's attributes (for legacySeriesKey). */
   attributes: Attributes;
   measure: Measure;
+  /**
+   * From a metric of the newer names (`gen_ai.client.inference.*`): where one instrumentation
+   * emits both generations for the same operations, these count and the older ones do not.
+   */
+  newName: boolean;
   cumulative: boolean;
   startNs: bigint;
   timeNs: bigint;
@@ -353,6 +358,7 @@ export function mapMetrics(req: OtlpMetricsRequest, nowMs: number): MappedMetric
             metricPrefix,
             attributes: p.attributes,
             measure,
+            newName: role.kind === "tokens" || m.name === "gen_ai.client.inference.duration",
             cumulative,
             startNs: p.startTimeUnixNano,
             timeNs: p.timeUnixNano,
@@ -496,6 +502,12 @@ export function groupIncrements(increments: readonly Increment[]): UsageGroup[] 
   const groups = new Map<string, UsageGroup>();
   // the same point twice in one request (a Collector merging a retry with the original): once
   const seen = new Set<string>();
+  // an instrumentation migrating between the conventions' generations may emit both (dual
+  // emission): the same tokens and operations twice. Per instance, time, model and measure, a
+  // newer-name point makes the older-name ones of the same usage not count.
+  const dualKey = (p: UsagePoint) => `${p.instance}\n${p.timeNs}\n${p.model}\n${p.measure}`;
+  let newer: Set<string> | null = null;
+  for (const inc of increments) if (inc.point.newName) (newer ??= new Set()).add(dualKey(inc.point));
   // the points of a request mostly share their start and time: each turned into text once
   const text = new Map<bigint, string>();
   const textOf = (ns: bigint) => {
@@ -511,6 +523,7 @@ export function groupIncrements(increments: readonly Increment[]): UsageGroup[] 
   };
   for (const inc of increments) {
     const p = inc.point;
+    if (newer && !p.newName && newer.has(dualKey(p))) continue;
     const part = `${p.seriesKey}:${textOf(p.startNs)}:${textOf(p.timeNs)}`;
     if (seen.has(part)) continue;
     seen.add(part);

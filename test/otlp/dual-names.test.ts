@@ -1,0 +1,90 @@
+import t from "tap";
+import { testApp } from "../helpers/app.js";
+import {
+  decodeExportResponse,
+  encodeRequest,
+  histogramMetric,
+  type Json,
+  metricsRequest,
+  sumMetric,
+} from "../helpers/otlp-bodies.js";
+import { call, seedTenants } from "../helpers/tenants.js";
+
+/*
+ * An instrumentation migrating between generations of the GenAI conventions may emit both (the
+ * semantic-conventions "dual emission" of a migration): `gen_ai.client.token.usage` and
+ * `gen_ai.client.inference.usage.*_tokens` for the same tokens, `gen_ai.client.operation.duration`
+ * and `gen_ai.client.inference.duration` for the same operations. Each is counted once.
+ */
+
+t.test("both generations of GenAI metric names for the same usage count once", async (t) => {
+  const ta = await testApp(t);
+  const w = await seedTenants(ta);
+  const owner = w.keys.bobOrgB;
+  const res = await call(ta.app, owner, "POST", "/v1/connections", {
+    service_type: "gateway",
+    service_name: "dual",
+  });
+  const gw = res.json() as { connection: { id: string }; ingest_api_key: string };
+  const time = Date.now() - 60_000;
+  const start = time - 10_000;
+  const model = (name: string, type?: string) => ({
+    "gen_ai.request.model": name,
+    "gen_ai.operation.name": "chat",
+    ...(type ? { "gen_ai.token.type": type } : {}),
+  });
+  const body: Json = metricsRequest([
+    {
+      resource: { "service.instance.id": "gw-dual" },
+      metrics: [
+        // gpt-4o: both generations (3 operations, 1,200 input and 300 output tokens)
+        histogramMetric("gen_ai.client.token.usage", "delta", [
+          { start, time, count: 3, sum: 1200, attributes: model("gpt-4o", "input") },
+          { start, time, count: 3, sum: 300, attributes: model("gpt-4o", "output") },
+          // claude: the older names only (2 operations, 500 + 80 tokens)
+          { start, time, count: 2, sum: 500, attributes: model("claude-sonnet-4-5", "input") },
+          { start, time, count: 2, sum: 80, attributes: model("claude-sonnet-4-5", "output") },
+        ]),
+        sumMetric("gen_ai.client.inference.usage.input_tokens", "delta", [
+          { start, time, asInt: 1200, attributes: model("gpt-4o") },
+        ]),
+        sumMetric("gen_ai.client.inference.usage.output_tokens", "delta", [
+          { start, time, asInt: 300, attributes: model("gpt-4o") },
+        ]),
+        histogramMetric(
+          "gen_ai.client.operation.duration",
+          "delta",
+          [
+            { start, time, count: 3, sum: 1.5, attributes: model("gpt-4o") },
+            { start, time, count: 2, sum: 1.0, attributes: model("claude-sonnet-4-5") },
+          ],
+          "s",
+        ),
+        histogramMetric(
+          "gen_ai.client.inference.duration",
+          "delta",
+          [{ start, time, count: 3, sum: 1.5, attributes: model("gpt-4o") }],
+          "s",
+        ),
+      ],
+    },
+  ]);
+  const r = await ta.app.inject({
+    method: "POST",
+    url: "/v1/otlp/v1/metrics",
+    headers: { authorization: `Bearer ${gw.ingest_api_key}`, "content-type": "application/x-protobuf" },
+    payload: encodeRequest("metrics", body, "protobuf"),
+  });
+  t.equal(r.statusCode, 200, r.body);
+  t.equal(decodeExportResponse("metrics", r.rawPayload, "protobuf").rejected, 0);
+  const usage = await call(ta.app, owner, "PUT", `/v1/usage?connection_id=${gw.connection.id}`);
+  const g = (
+    usage.json() as {
+      gateway: { input_tokens: number; output_tokens: number; requests: number; heartbeats: number } | null;
+    }
+  ).gateway;
+  t.equal(g?.heartbeats, 1);
+  t.equal(g?.input_tokens, 1200 + 500, "gpt-4o's input once, claude's (older names only) counted");
+  t.equal(g?.output_tokens, 300 + 80);
+  t.equal(g?.requests, 3 + 2, "operations once each");
+});
