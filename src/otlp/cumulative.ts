@@ -34,10 +34,16 @@ interface Entry {
 
 /**
  * The most series Vigil follows per gateway instance (each export rewrites the instance's whole
- * state: about 60 bytes a series). Points of further new series are refused; 500 models with
- * every token type and a duration are 3,000.
+ * state: about 60 bytes a series). 500 models with every token type and a duration are 3,000;
+ * a restart doubles them until the earlier life's leave. At the cap, series not moved for a day
+ * make room; when none is that old, points of further new series are refused.
  */
 export const MAX_SERIES_PER_INSTANCE = 5_000;
+/**
+ * At the cap, series not moved for this long leave to make room. One that comes back later is
+ * new again: its next point counts in full when its start is known (cumulativeIncrement).
+ */
+const STALE_AT_CAP_MS = 86_400_000;
 
 /** An instance not exported for this long leaves memory (its state stays in PostgreSQL). */
 const IDLE_MS = 60 * 60_000;
@@ -49,8 +55,9 @@ type StoredV1 = [string, string, number, number, string | null, string | null, n
 
 /**
  * The stored form of an instance's series (otlp_series.state). Format 2, written since
- * 2026-11-28, is text without quotes (cheap to send in a text array, and about half the JSON's
- * size, so most instances' rows stay within PostgreSQL's page: see migration 031):
+ * 2026-11-28, is text without quotes or "|" (several are sent joined by "|" in one text:
+ * repository.ts), about half the JSON's size, so most instances' rows stay within PostgreSQL's
+ * page (migration 031):
  *
  *     v2
  *     <time ns>,<time ns>,…                    distinct starts and times, referred to by index
@@ -161,8 +168,18 @@ function step(
       }
     }
     if (!s && (next ?? series).size >= MAX_SERIES_PER_INSTANCE) {
-      refused++;
-      continue;
+      // full: series not moved for a day make room (a counter's earlier life, before its
+      // process restarted, never moves again; nor does a model no longer used)
+      const stale = BigInt(nowMs - STALE_AT_CAP_MS) * 1_000_000n;
+      const gone = [...(next ?? series)].filter(([, e]) => e.timeNs < stale).map(([k]) => k);
+      if (gone.length > 0) {
+        next ??= new Map(series);
+        for (const k of gone) next.delete(k);
+      }
+      if ((next ?? series).size >= MAX_SERIES_PER_INSTANCE) {
+        refused++;
+        continue;
+      }
     }
     if (!s && !starts) {
       starts = new Set();
@@ -223,7 +240,7 @@ class CumulativeState {
   private readonly chains = new Map<string, Promise<unknown>>();
   private readonly queue: {
     swap: StateSwap;
-    resolve: (written: boolean) => void;
+    resolve: (version: number | null) => void;
     reject: (err: unknown) => void;
   }[] = [];
   private flushing: Promise<void> | null = null;
@@ -314,8 +331,13 @@ class CumulativeState {
         this.entries.set(key, entry);
         return { incs, before: null, version: entry.version ?? 0, refused };
       }
-      if (await this.swap({ connectionId, instance, version: entry.version, state: serialize(next) })) {
-        const version = (entry.version ?? 0) + 1;
+      const version = await this.swap({
+        connectionId,
+        instance,
+        version: entry.version,
+        state: serialize(next),
+      });
+      if (version !== null) {
         this.entries.set(key, { version, series: next, usedAt: now.getTime() });
         return { incs, before: entry, version, refused };
       }
@@ -337,7 +359,7 @@ class CumulativeState {
   private async undo(taken: readonly Taken[]): Promise<void> {
     for (const t of taken) {
       const key = `${t.connectionId}\n${t.instance}`;
-      let back = false;
+      let back: number | null = null;
       try {
         back = await this.swap({
           connectionId: t.connectionId,
@@ -348,8 +370,8 @@ class CumulativeState {
       } catch {
         // the relational store is down too: a retry of the latest point still gives its increment again
       }
-      if (back)
-        this.entries.set(key, { version: t.version + 1, series: t.before.series, usedAt: Date.now() });
+      if (back !== null)
+        this.entries.set(key, { version: back, series: t.before.series, usedAt: Date.now() });
       else this.entries.delete(key);
     }
   }
@@ -357,10 +379,10 @@ class CumulativeState {
   /**
    * Swaps in one state, in the next shared statement: while one is out, the swaps of other
    * exports queue and go out together (one commit for many exports, as the series store's group
-   * commit). Resolves with whether this one was written.
+   * commit). Resolves with the version written, or null when it was not (changed meanwhile).
    */
-  private swap(s: StateSwap): Promise<boolean> {
-    return new Promise<boolean>((resolve, reject) => {
+  private swap(s: StateSwap): Promise<number | null> {
+    return new Promise<number | null>((resolve, reject) => {
       this.queue.push({ swap: s, resolve, reject });
       if (!this.flushing) this.flushing = this.flushLoop();
     });
@@ -378,12 +400,12 @@ class CumulativeState {
           batch.map((b) => b.swap),
           this.ctx.now(),
         );
-        for (const b of batch) b.resolve(written.has(`${b.swap.connectionId}\n${b.swap.instance}`));
+        for (const b of batch) b.resolve(written.get(`${b.swap.connectionId}\n${b.swap.instance}`) ?? null);
       } catch (err) {
         if (batch.length === 1 || !isStatementError(err)) {
           // a conflict with another process is a swap that did not happen: read again, recompute
           for (const b of batch) {
-            if (isConflict(err)) b.resolve(false);
+            if (isConflict(err)) b.resolve(null);
             // the key's connection was deleted a moment ago (its key still cached): not a 500
             else if (sqlState(err) === "23503")
               b.reject(new ServiceError("unauthenticated", "The key's gateway connection no longer exists."));

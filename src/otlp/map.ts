@@ -44,6 +44,8 @@ export interface UsagePoint {
   seriesKey: string;
   /** Instance, resource, scope and metric of the series (the key's first part). */
   metricPrefix: string;
+  /** The resource's digest and the scope: which instrumentation sent the point. */
+  source: string;
   /** The point's attributes (for legacySeriesKey). */
   attributes: Attributes;
   measure: Measure;
@@ -262,6 +264,7 @@ export function mapMetrics(req: OtlpMetricsRequest, nowMs: number): MappedMetric
     const resourceUnstorable = unstorable(instance, version);
     for (const sm of rm.scopeMetrics) {
       const scope = `${sm.scope.name}\n${sm.scope.version}`;
+      const source = `${resource}\n${scope}`;
       for (const m of sm.metrics) {
         const role = METRICS.get(m.name);
         if (!role || role.kind === "known") {
@@ -356,6 +359,7 @@ export function mapMetrics(req: OtlpMetricsRequest, nowMs: number): MappedMetric
             // a delta point's only names it within this request
             seriesKey: cumulative ? seriesDigest(`${series}\n${p.startTimeUnixNano}`) : series,
             metricPrefix,
+            source,
             attributes: p.attributes,
             measure,
             newName: role.kind === "tokens" || m.name === "gen_ai.client.inference.duration",
@@ -503,9 +507,11 @@ export function groupIncrements(increments: readonly Increment[]): UsageGroup[] 
   // the same point twice in one request (a Collector merging a retry with the original): once
   const seen = new Set<string>();
   // an instrumentation migrating between the conventions' generations may emit both (dual
-  // emission): the same tokens and operations twice. Per instance, time, model and measure, a
-  // newer-name point makes the older-name ones of the same usage not count.
-  const dualKey = (p: UsagePoint) => `${p.instance}\n${p.timeNs}\n${p.model}\n${p.measure}`;
+  // emission): the same tokens and operations twice, from the same resource and scope. A
+  // newer-name point makes the older-name ones of the same usage (instance, resource, scope,
+  // time, model, provider, measure and failure) not count; another instrumentation's stay.
+  const dualKey = (p: UsagePoint) =>
+    `${p.instance}\n${p.source}\n${p.timeNs}\n${p.model}\n${p.provider}\n${p.measure}\n${p.failed}`;
   let newer: Set<string> | null = null;
   for (const inc of increments) if (inc.point.newName) (newer ??= new Set()).add(dualKey(inc.point));
   // the points of a request mostly share their start and time: each turned into text once
@@ -523,7 +529,7 @@ export function groupIncrements(increments: readonly Increment[]): UsageGroup[] 
   };
   for (const inc of increments) {
     const p = inc.point;
-    if (newer && !p.newName && newer.has(dualKey(p))) continue;
+    const doubled = newer !== null && !p.newName && newer.has(dualKey(p));
     const part = `${p.seriesKey}:${textOf(p.startNs)}:${textOf(p.timeNs)}`;
     if (seen.has(part)) continue;
     seen.add(part);
@@ -537,6 +543,12 @@ export function groupIncrements(increments: readonly Increment[]): UsageGroup[] 
     g.parts.push(part);
     const fromMs = msOf(inc.fromNs);
     if (fromMs < g.fromMs) g.fromMs = fromMs;
+    if (doubled) {
+      // its usage is the newer names'; the older token histogram's count still says how many
+      // operations there were (the newer counters do not)
+      if (p.measure === "input") g.tokenRequests += inc.count;
+      continue;
+    }
     const m = modelIn(g, p.model);
     if (p.provider) m.providers.add(p.provider);
     switch (p.measure) {

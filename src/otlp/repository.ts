@@ -2,7 +2,7 @@ import type { Queryable } from "../stores/relational/types.js";
 
 /** Every statement on the OTLP tables (sql/postgres/030_otlp_series.sql). */
 
-/** An instance's cumulative series state as stored: its version and JSON text. */
+/** An instance's cumulative series state as stored: its version and text (cumulative.ts). */
 export interface StoredState {
   version: number;
   state: string;
@@ -43,15 +43,17 @@ function joinStates(swaps: readonly StateSwap[]): string {
 
 /**
  * Writes each state whose stored version is still the one given (compare and set), all in one
- * statement and one commit, and answers which were written (`connectionId\ninstance`); the others
- * were changed by another process first.
+ * statement and one commit, and answers the versions of those written (by `connectionId\ninstance`);
+ * the others were changed by another process first. A new row's version starts at the time in
+ * milliseconds, never at 1 again: a process that still holds a version of a row the retention job
+ * deleted can never find it matching the row made after.
  */
 export async function swapInstanceStates(
   db: Queryable,
   swaps: readonly StateSwap[],
   now: Date,
-): Promise<Set<string>> {
-  const r = await db.query<{ connection_id: string; instance: string }>(
+): Promise<Map<string, number>> {
+  const r = await db.query<{ connection_id: string; instance: string; version: string | number }>(
     `WITH u AS (
        SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], string_to_array($4, '|')) AS u(connection_id, instance, version, state)
      ), updated AS (
@@ -59,14 +61,16 @@ export async function swapInstanceStates(
          FROM u
         WHERE u.version IS NOT NULL AND s.connection_id = u.connection_id AND s.instance = u.instance
           AND s.version = u.version
-       RETURNING s.connection_id, s.instance
+       RETURNING s.connection_id, s.instance, s.version
      ), inserted AS (
        INSERT INTO otlp_series (connection_id, instance, version, state, updated_at)
-       SELECT connection_id, instance, 1, state, $5 FROM u WHERE u.version IS NULL
+       SELECT connection_id, instance, (extract(epoch FROM clock_timestamp()) * 1000)::bigint, state, $5
+         FROM u WHERE u.version IS NULL
        ON CONFLICT (connection_id, instance) DO NOTHING
-       RETURNING connection_id, instance
+       RETURNING connection_id, instance, version
      )
-     SELECT connection_id, instance FROM updated UNION ALL SELECT connection_id, instance FROM inserted`,
+     SELECT connection_id, instance, version FROM updated
+     UNION ALL SELECT connection_id, instance, version FROM inserted`,
     [
       swaps.map((s) => s.connectionId),
       swaps.map((s) => s.instance),
@@ -78,7 +82,7 @@ export async function swapInstanceStates(
     ],
     { prepare: "otlp_state_swap" },
   );
-  return new Set(r.rows.map((row) => `${row.connection_id}\n${row.instance}`));
+  return new Map(r.rows.map((row) => [`${row.connection_id}\n${row.instance}`, Number(row.version)]));
 }
 
 /**

@@ -88,3 +88,63 @@ t.test("both generations of GenAI metric names for the same usage count once", a
   t.equal(g?.output_tokens, 300 + 80);
   t.equal(g?.requests, 3 + 2, "operations once each");
 });
+
+t.test(
+  "dual emission keeps other instrumentations' usage, and the operations without durations",
+  async (t) => {
+    const ta = await testApp(t);
+    const w = await seedTenants(ta);
+    const owner = w.keys.bobOrgB;
+    const res = await call(ta.app, owner, "POST", "/v1/connections", {
+      service_type: "gateway",
+      service_name: "two-libraries",
+    });
+    const gw = res.json() as { connection: { id: string }; ingest_api_key: string };
+    const time = Date.now() - 60_000;
+    const start = time - 10_000;
+    const attrs = (type?: string) => ({
+      "gen_ai.request.model": "gpt-4o",
+      ...(type ? { "gen_ai.token.type": type } : {}),
+    });
+    const r = await ta.app.inject({
+      method: "POST",
+      url: "/v1/otlp/v1/metrics",
+      headers: { authorization: `Bearer ${gw.ingest_api_key}`, "content-type": "application/json" },
+      payload: JSON.stringify({
+        resourceMetrics: [
+          {
+            resource: { attributes: [{ key: "service.instance.id", value: { stringValue: "gw-two" } }] },
+            scopeMetrics: [
+              {
+                // library A, dual emission, no duration metric: 4 operations, 1,000 input tokens
+                scope: { name: "library-a", version: "2.0" },
+                metrics: [
+                  histogramMetric("gen_ai.client.token.usage", "delta", [
+                    { start, time, count: 4, sum: 1000, attributes: attrs("input") },
+                  ]),
+                  sumMetric("gen_ai.client.inference.usage.input_tokens", "delta", [
+                    { start, time, asInt: 1000, attributes: attrs() },
+                  ]),
+                ],
+              },
+              {
+                // library B, older names only, same model and time: 1 operation, 70 input tokens
+                scope: { name: "library-b", version: "0.9" },
+                metrics: [
+                  histogramMetric("gen_ai.client.token.usage", "delta", [
+                    { start, time, count: 1, sum: 70, attributes: attrs("input") },
+                  ]),
+                ],
+              },
+            ],
+          },
+        ],
+      }),
+    });
+    t.equal(r.statusCode, 200, r.body);
+    const usage = await call(ta.app, owner, "PUT", `/v1/usage?connection_id=${gw.connection.id}`);
+    const g = (usage.json() as { gateway: { input_tokens: number; requests: number } | null }).gateway;
+    t.equal(g?.input_tokens, 1000 + 70, "library A's tokens once, library B's counted");
+    t.equal(g?.requests, 4 + 1, "operations from the older token histograms, each library's once");
+  },
+);

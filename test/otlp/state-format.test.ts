@@ -209,16 +209,16 @@ t.test("an instance's cumulative series are capped; points of new series beyond 
   const gw = res.json() as { connection: { id: string }; ingest_api_key: string };
   const start = Date.now() - 30 * MINUTE;
   // one model, one metric, a series per server address
-  const body = (time: number, from: number, to: number): Json =>
+  const body = (time: number, from: number, to: number, instance = "gw-wide", begin = start): Json =>
     metricsRequest([
       {
-        resource: { "service.instance.id": "gw-wide" },
+        resource: { "service.instance.id": instance },
         metrics: [
           sumMetric(
             INPUT,
             "cumulative",
             Array.from({ length: to - from }, (_, i) => ({
-              start,
+              start: begin,
               time,
               asInt: 10,
               attributes: { "gen_ai.request.model": "gpt-4o", "server.address": `host-${from + i}` },
@@ -256,4 +256,16 @@ t.test("an instance's cumulative series are capped; points of new series beyond 
     10 * MAX_SERIES_PER_INSTANCE,
     "the known series add nothing (unchanged), the 2 that fit add theirs",
   );
+
+  // another instance, full of series not moved for two days (say, a counter's life before its
+  // process restarted): they make room for new ones
+  const twoDays = 2 * 86_400_000;
+  const old = await send(
+    body(Date.now() - twoDays, 0, MAX_SERIES_PER_INSTANCE, "gw-full", Date.now() - twoDays - 30 * MINUTE),
+  );
+  t.equal(old.rejected, 0);
+  const before = await input();
+  const fresh = await send(body(Date.now() - MINUTE, 0, 3, "gw-full", Date.now() - 30 * MINUTE));
+  t.equal(fresh.rejected, 0, "series not moved for a day leave a full state for new ones");
+  t.equal(await input(), before + 30, "the new life's 3 series count (10 each)");
 });
