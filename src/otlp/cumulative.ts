@@ -281,22 +281,34 @@ class CumulativeState {
     const release = () => {
       for (const r of releases.splice(0)) r();
     };
-    try {
-      // locked in name order: two requests sharing instances never wait on each other in a circle
-      for (const instance of [...byInstance.keys()].sort()) {
+    // locked in name order: two requests sharing instances never wait on each other in a circle
+    const instances = [...byInstance.keys()].sort();
+    for (const instance of instances) releases.push(await this.lock(`${connectionId}\n${instance}`));
+    // then every instance at once: their swaps go out in one statement, not one after another
+    const results = await Promise.allSettled(
+      instances.map((instance) => {
         const list = byInstance.get(instance) as UsagePoint[];
         // a request may carry several points of one series (a Collector batching intervals): in time order
         list.sort((a, b) => (a.timeNs < b.timeNs ? -1 : a.timeNs > b.timeNs ? 1 : 0));
-        releases.push(await this.lock(`${connectionId}\n${instance}`));
-        const t = await this.take(connectionId, instance, list);
-        for (const inc of t.incs) out.push(inc);
-        if (t.refused > 0) refused.set(instance, t.refused);
-        if (t.before) taken.push({ connectionId, instance, before: t.before, version: t.version });
+        return this.take(connectionId, instance, list);
+      }),
+    );
+    let failure: { reason: unknown } | null = null;
+    results.forEach((r, i) => {
+      const instance = instances[i] as string;
+      if (r.status === "rejected") {
+        failure ??= { reason: r.reason };
+        return;
       }
-    } catch (err) {
+      const t = r.value;
+      for (const inc of t.incs) out.push(inc);
+      if (t.refused > 0) refused.set(instance, t.refused);
+      if (t.before) taken.push({ connectionId, instance, before: t.before, version: t.version });
+    });
+    if (failure) {
       await this.undo(taken);
       release();
-      throw err;
+      throw (failure as { reason: unknown }).reason;
     }
     this.sweep();
     return { incs: out, undo: () => this.undo(taken), release, refused };
@@ -357,23 +369,24 @@ class CumulativeState {
    * caller still holds their locks, so only another process can have changed one).
    */
   private async undo(taken: readonly Taken[]): Promise<void> {
-    for (const t of taken) {
-      const key = `${t.connectionId}\n${t.instance}`;
-      let back: number | null = null;
-      try {
-        back = await this.swap({
-          connectionId: t.connectionId,
-          instance: t.instance,
-          version: t.version,
-          state: serialize(t.before.series),
-        });
-      } catch {
-        // the relational store is down too: a retry of the latest point still gives its increment again
-      }
-      if (back !== null)
-        this.entries.set(key, { version: back, series: t.before.series, usedAt: Date.now() });
-      else this.entries.delete(key);
+    await Promise.all(taken.map((t) => this.undoOne(t)));
+  }
+
+  private async undoOne(t: Taken): Promise<void> {
+    const key = `${t.connectionId}\n${t.instance}`;
+    let back: number | null = null;
+    try {
+      back = await this.swap({
+        connectionId: t.connectionId,
+        instance: t.instance,
+        version: t.version,
+        state: serialize(t.before.series),
+      });
+    } catch {
+      // the relational store is down too: a retry of the latest point still gives its increment again
     }
+    if (back !== null) this.entries.set(key, { version: back, series: t.before.series, usedAt: Date.now() });
+    else this.entries.delete(key);
   }
 
   /**
