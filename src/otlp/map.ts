@@ -182,6 +182,83 @@ export function identityText(a: Attributes): string {
 }
 
 /**
+ * Each metric's series keys of its last export, by the points' positions: an exporter sends the
+ * same series in the same order every time, and comparing a point's attributes with the ones at
+ * its position costs a fraction of building and hashing its identity. Bounded: emptied when full.
+ */
+interface IdentityMemo {
+  attributes: (Attributes | undefined)[];
+  sizes: number[];
+  cumulative: boolean[];
+  starts: bigint[];
+  keys: string[];
+}
+const memos = new Map<string, IdentityMemo>();
+const MEMOS_MAX = 20_000;
+/** Points of a metric beyond this many are not remembered (a memo's memory stays bounded). */
+const MEMO_POSITIONS = 1_000;
+function identityMemo(metricPrefix: string): IdentityMemo {
+  let memo = memos.get(metricPrefix);
+  if (!memo) {
+    if (memos.size >= MEMOS_MAX) memos.clear();
+    memo = { attributes: [], sizes: [], cumulative: [], starts: [], keys: [] };
+    memos.set(metricPrefix, memo);
+  }
+  return memo;
+}
+
+/** The number of attributes when every value is a string, number or boolean; else -1. */
+function flatSize(a: Attributes): number {
+  let n = 0;
+  for (const k in a) {
+    const v = a[k];
+    if (typeof v !== "string" && typeof v !== "number" && typeof v !== "boolean") return -1;
+    n++;
+  }
+  return n;
+}
+
+/** Whether two flat attribute sets (flatSize ≥ 0) are equal; `size` is `was`'s. */
+function sameFlat(was: Attributes, size: number, now: Attributes): boolean {
+  let n = 0;
+  for (const k in now) {
+    if (was[k] !== now[k]) return false;
+    n++;
+  }
+  return n === size;
+}
+
+/** A point's series key: the memo's when the point at its position had the same identity. */
+function seriesKeyOf(
+  memo: IdentityMemo,
+  i: number,
+  metricPrefix: string,
+  attributes: Attributes,
+  cumulative: boolean,
+  start: bigint,
+): string {
+  const was = memo.attributes[i];
+  if (
+    was !== undefined &&
+    memo.cumulative[i] === cumulative &&
+    (!cumulative || memo.starts[i] === start) &&
+    sameFlat(was, memo.sizes[i] as number, attributes)
+  )
+    return memo.keys[i] as string;
+  const series = metricPrefix + identityText(attributes);
+  const key = cumulative ? seriesDigest(`${series}\n${start}`) : series;
+  if (i >= MEMO_POSITIONS) return key;
+  const size = flatSize(attributes);
+  // only flat sets are compared (nested values are rare, and always built)
+  memo.attributes[i] = size >= 0 ? attributes : undefined;
+  memo.sizes[i] = size;
+  memo.cumulative[i] = cumulative;
+  memo.starts[i] = start;
+  memo.keys[i] = key;
+  return key;
+}
+
+/**
  * A cumulative point's series key as Vigil wrote it before 2026-11-28 (state format 1, whose
  * identity text was `stable`): for reading the states stored then (cumulative.ts).
  */
@@ -286,7 +363,10 @@ export function mapMetrics(req: OtlpMetricsRequest, nowMs: number): MappedMetric
         // a duration in milliseconds (an older instrumentation) is read as seconds
         const scale = role.kind === "duration" && m.unit === "ms" ? 0.001 : 1;
         let metricPrefix: string | undefined;
+        let memo: IdentityMemo | undefined;
+        let position = -1;
         for (const p of m.dataPoints as (NumberDataPoint | HistogramDataPoint)[]) {
+          position++;
           if ((p.flags & 1) === 1) continue; // no recorded value: nothing to add
           let value: number | null;
           let count: number;
@@ -350,14 +430,22 @@ export function mapMetrics(req: OtlpMetricsRequest, nowMs: number): MappedMetric
           }
           if (measure !== "duration") tokenMetrics = true;
           metricPrefix ??= `${instance}\n${resource}\n${scope}\n${m.name}\n`;
-          const series = metricPrefix + identityText(p.attributes);
+          memo ??= identityMemo(metricPrefix);
+          const key = seriesKeyOf(
+            memo,
+            position,
+            metricPrefix,
+            p.attributes,
+            cumulative,
+            p.startTimeUnixNano,
+          );
           points.push({
             instance,
             version,
             // a cumulative series' key is stored with its state (short), with its start time: each
             // life of a counter (and each of two writers that share every attribute) is its own;
             // a delta point's only names it within this request
-            seriesKey: cumulative ? seriesDigest(`${series}\n${p.startTimeUnixNano}`) : series,
+            seriesKey: key,
             metricPrefix,
             source,
             attributes: p.attributes,
