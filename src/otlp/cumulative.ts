@@ -235,6 +235,15 @@ const isStatementError = (err: unknown) => {
   return typeof code === "string" && /^(22|23|40)/.test(code);
 };
 
+/** What `increments` answers: see there. */
+export interface TakenIncrements {
+  incs: Increment[];
+  undo: () => Promise<void>;
+  release: () => void;
+  /** Points of new series refused per instance (MAX_SERIES_PER_INSTANCE reached). */
+  refused: Map<string, number>;
+}
+
 class CumulativeState {
   private readonly entries = new Map<string, Entry>();
   private readonly chains = new Map<string, Promise<unknown>>();
@@ -258,16 +267,7 @@ class CumulativeState {
    * could not be stored, so the exporter's retry, or its next export, counts the interval again
    * instead of it being lost. Call `undo` (if at all) before `release`.
    */
-  async increments(
-    connectionId: string,
-    points: readonly UsagePoint[],
-  ): Promise<{
-    incs: Increment[];
-    undo: () => Promise<void>;
-    release: () => void;
-    /** Points of new series refused per instance (MAX_SERIES_PER_INSTANCE reached). */
-    refused: Map<string, number>;
-  }> {
+  async increments(connectionId: string, points: readonly UsagePoint[]): Promise<TakenIncrements> {
     const byInstance = new Map<string, UsagePoint[]>();
     for (const p of points) {
       const list = byInstance.get(p.instance);

@@ -17,7 +17,7 @@ import {
   type UsageGroup,
   type UsagePoint,
 } from "./map.js";
-import { cumulativeState, MAX_SERIES_PER_INSTANCE } from "./cumulative.js";
+import { cumulativeState, MAX_SERIES_PER_INSTANCE, type TakenIncrements } from "./cumulative.js";
 import { markTokenMetrics, tokenMetricsMarkedAt } from "./repository.js";
 import type { OtlpMetricsRequest, OtlpTracesRequest } from "./types.js";
 
@@ -154,12 +154,7 @@ async function increments(
   ctx: AppContext,
   connectionId: string,
   points: UsagePoint[],
-): Promise<{
-  incs: Increment[];
-  undo: () => Promise<void>;
-  release: () => void;
-  refused: Map<string, number>;
-}> {
+): Promise<TakenIncrements> {
   const out: Increment[] = [];
   const cumulative: UsagePoint[] = [];
   for (const p of points) {
@@ -192,7 +187,7 @@ export async function ingestOtlpMetrics(
   for (const [instance, n] of refused) {
     tooMany += n;
     seriesProblems.push(
-      `instance ${instance}: Vigil already follows ${MAX_SERIES_PER_INSTANCE} cumulative series of it, the most per instance; ${n} ${n === 1 ? "point of a new series was" : "points of new series were"} rejected (series unused for 30 days leave)`,
+      `instance ${instance}: Vigil already follows ${MAX_SERIES_PER_INSTANCE} cumulative series of it, the most per instance, and none is unused for a day; ${n} ${n === 1 ? "point of a new series was" : "points of new series were"} rejected`,
     );
   }
   const beats = [];
