@@ -2,13 +2,13 @@ import t from "tap";
 import { testApp } from "../helpers/app.js";
 import {
   decodeExportResponse,
-  encodeRequest,
   histogramMetric,
   type Json,
   metricsRequest,
   sumMetric,
 } from "../helpers/otlp-bodies.js";
-import { call, seedTenants } from "../helpers/tenants.js";
+import { gatewayConnection, gatewayUsageOf, postExport } from "../helpers/otlp-gateway.js";
+import { seedTenants } from "../helpers/tenants.js";
 
 /*
  * An instrumentation migrating between generations of the GenAI conventions may emit both (the
@@ -21,11 +21,7 @@ t.test("both generations of GenAI metric names for the same usage count once", a
   const ta = await testApp(t);
   const w = await seedTenants(ta);
   const owner = w.keys.bobOrgB;
-  const res = await call(ta.app, owner, "POST", "/v1/connections", {
-    service_type: "gateway",
-    service_name: "dual",
-  });
-  const gw = res.json() as { connection: { id: string }; ingest_api_key: string };
+  const gw = await gatewayConnection(ta, owner, "dual");
   const time = Date.now() - 60_000;
   const start = time - 10_000;
   const model = (name: string, type?: string) => ({
@@ -69,24 +65,14 @@ t.test("both generations of GenAI metric names for the same usage count once", a
       ],
     },
   ]);
-  const r = await ta.app.inject({
-    method: "POST",
-    url: "/v1/otlp/v1/metrics",
-    headers: { authorization: `Bearer ${gw.ingest_api_key}`, "content-type": "application/x-protobuf" },
-    payload: encodeRequest("metrics", body, "protobuf"),
-  });
+  const r = await postExport(ta, gw.key, body);
   t.equal(r.statusCode, 200, r.body);
   t.equal(decodeExportResponse("metrics", r.rawPayload, "protobuf").rejected, 0);
-  const usage = await call(ta.app, owner, "PUT", `/v1/usage?connection_id=${gw.connection.id}`);
-  const g = (
-    usage.json() as {
-      gateway: { input_tokens: number; output_tokens: number; requests: number; heartbeats: number } | null;
-    }
-  ).gateway;
-  t.equal(g?.heartbeats, 1);
-  t.equal(g?.input_tokens, 1200 + 500, "gpt-4o's input once, claude's (older names only) counted");
-  t.equal(g?.output_tokens, 300 + 80);
-  t.equal(g?.requests, 3 + 2, "operations once each");
+  const g = await gatewayUsageOf(ta, owner, gw.id);
+  t.equal(g.heartbeats, 1);
+  t.equal(g.input_tokens, 1200 + 500, "gpt-4o's input once, claude's (older names only) counted");
+  t.equal(g.output_tokens, 300 + 80);
+  t.equal(g.requests, 3 + 2, "operations once each");
 });
 
 t.test(
@@ -95,22 +81,17 @@ t.test(
     const ta = await testApp(t);
     const w = await seedTenants(ta);
     const owner = w.keys.bobOrgB;
-    const res = await call(ta.app, owner, "POST", "/v1/connections", {
-      service_type: "gateway",
-      service_name: "two-libraries",
-    });
-    const gw = res.json() as { connection: { id: string }; ingest_api_key: string };
+    const gw = await gatewayConnection(ta, owner, "two-libraries");
     const time = Date.now() - 60_000;
     const start = time - 10_000;
     const attrs = (type?: string) => ({
       "gen_ai.request.model": "gpt-4o",
       ...(type ? { "gen_ai.token.type": type } : {}),
     });
-    const r = await ta.app.inject({
-      method: "POST",
-      url: "/v1/otlp/v1/metrics",
-      headers: { authorization: `Bearer ${gw.ingest_api_key}`, "content-type": "application/json" },
-      payload: JSON.stringify({
+    const r = await postExport(
+      ta,
+      gw.key,
+      {
         resourceMetrics: [
           {
             resource: { attributes: [{ key: "service.instance.id", value: { stringValue: "gw-two" } }] },
@@ -139,12 +120,12 @@ t.test(
             ],
           },
         ],
-      }),
-    });
+      },
+      { encoding: "json" },
+    );
     t.equal(r.statusCode, 200, r.body);
-    const usage = await call(ta.app, owner, "PUT", `/v1/usage?connection_id=${gw.connection.id}`);
-    const g = (usage.json() as { gateway: { input_tokens: number; requests: number } | null }).gateway;
-    t.equal(g?.input_tokens, 1000 + 70, "library A's tokens once, library B's counted");
-    t.equal(g?.requests, 4 + 1, "operations from the older token histograms, each library's once");
+    const g = await gatewayUsageOf(ta, owner, gw.id);
+    t.equal(g.input_tokens, 1000 + 70, "library A's tokens once, library B's counted");
+    t.equal(g.requests, 4 + 1, "operations from the older token histograms, each library's once");
   },
 );

@@ -7,6 +7,7 @@ import { promisify } from "node:util";
 import t, { type Test } from "tap";
 import { type TestApp, testApp } from "../helpers/app.js";
 import { type BackendName, requireBackend } from "../helpers/backends.js";
+import { gatewayConnection, gatewayUsageOf } from "../helpers/otlp-gateway.js";
 import { call, seedTenants } from "../helpers/tenants.js";
 
 /*
@@ -66,23 +67,9 @@ async function buildClient(t: Test): Promise<string | null> {
   return `${path.join(dir, "target", "classes")}${path.delimiter}${path.join(dir, "target", "lib", "*")}`;
 }
 
-interface Usage {
-  gateway: {
-    heartbeats: number;
-    input_tokens: number;
-    output_tokens: number;
-    requests: number;
-    cost_cents: number;
-    by_model: { model: string; input_tokens: number; output_tokens: number; cost_cents: number }[];
-  } | null;
-}
-
+/** What the comparison looks at: totals, cost and per-model rows (not the heartbeat count). */
 async function usageOf(ta: TestApp, key: string, connectionId: string) {
-  await ta.ctx.stores.series.waitVisible();
-  const res = await call(ta.app, key, "PUT", `/v1/usage?connection_id=${connectionId}`);
-  if (res.statusCode !== 200) throw new Error(`usage: ${res.statusCode} ${res.body}`);
-  const g = (res.json() as Usage).gateway;
-  if (!g) throw new Error("no gateway usage");
+  const g = await gatewayUsageOf(ta, key, connectionId);
   const round = (n: number) => Math.round(n * 1e6) / 1e6;
   return {
     input_tokens: g.input_tokens,
@@ -111,14 +98,7 @@ t.test("the OpenTelemetry Java SDK, configured as docs/otlp.md says, equals hear
       const ta = await testApp(t, { relational, series });
       const w = await seedTenants(ta);
       const owner = w.keys.bobOrgB;
-      const gateway = async (name: string) => {
-        const res = await call(ta.app, owner, "POST", "/v1/connections", {
-          service_type: "gateway",
-          service_name: name,
-        });
-        const b = res.json() as { connection: { id: string }; ingest_api_key: string };
-        return { id: b.connection.id, key: b.ingest_api_key };
-      };
+      const gateway = (name: string) => gatewayConnection(ta, owner, name);
       const base = await ta.app.listen({ port: 0, host: "127.0.0.1" });
 
       // the same usage as heartbeats, one per interval

@@ -9,7 +9,8 @@ import {
   metricsRequest,
   sumMetric,
 } from "../helpers/otlp-bodies.js";
-import { call, seedTenants } from "../helpers/tenants.js";
+import { gatewayConnection, gatewayUsageOf, postExport } from "../helpers/otlp-gateway.js";
+import { seedTenants } from "../helpers/tenants.js";
 
 /*
  * Cases a review of the OTLP ingest found (each failed before its fix):
@@ -30,28 +31,15 @@ t.test("OTLP: the review's cases", async (t) => {
   const ta = await testApp(t);
   const w = await seedTenants(ta);
   const owner = w.keys.bobOrgB;
-  const gateway = async (name: string) => {
-    const res = await call(ta.app, owner, "POST", "/v1/connections", {
-      service_type: "gateway",
-      service_name: name,
-    });
-    const b = res.json() as { connection: { id: string }; ingest_api_key: string };
-    return { id: b.connection.id, key: b.ingest_api_key };
-  };
+  const gateway = (name: string) => gatewayConnection(ta, owner, name);
   const send = async (key: string, body: Json) => {
-    const res = await ta.app.inject({
-      method: "POST",
-      url: "/v1/otlp/v1/metrics",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/x-protobuf" },
-      payload: encodeRequest("metrics", body, "protobuf"),
-    });
+    const res = await postExport(ta, key, body);
     t.equal(res.statusCode, 200, res.body);
     return decodeExportResponse("metrics", res.rawPayload, "protobuf");
   };
   const usage = async (id: string) => {
-    const r = await call(ta.app, owner, "PUT", `/v1/usage?connection_id=${id}`);
-    const g = (r.json() as { gateway: { heartbeats: number; input_tokens: number } | null }).gateway;
-    return { heartbeats: g?.heartbeats ?? 0, input: g?.input_tokens ?? 0 };
+    const g = await gatewayUsageOf(ta, owner, id);
+    return { heartbeats: g.heartbeats, input: g.input_tokens };
   };
   const counter = (
     resource: Record<string, Attr>,

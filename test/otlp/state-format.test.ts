@@ -12,7 +12,8 @@ import {
   metricsRequest,
   sumMetric,
 } from "../helpers/otlp-bodies.js";
-import { call, seedTenants } from "../helpers/tenants.js";
+import { gatewayConnection, gatewayUsageOf, postExport } from "../helpers/otlp-gateway.js";
+import { seedTenants } from "../helpers/tenants.js";
 
 /*
  * The stored state of cumulative series (otlp_series.state) changed format on 2026-11-28 (from a
@@ -30,11 +31,7 @@ for (const relational of ["pglite", "postgres"] as const) {
     const ta = await testApp(t, { relational });
     const w = await seedTenants(ta);
     const owner = w.keys.bobOrgB;
-    const res = await call(ta.app, owner, "POST", "/v1/connections", {
-      service_type: "gateway",
-      service_name: "upgraded",
-    });
-    const gw = res.json() as { connection: { id: string }; ingest_api_key: string };
+    const gw = await gatewayConnection(ta, owner, "upgraded");
     const resource = { "service.instance.id": "gw-upgraded" };
     const start = Date.now() - 30 * MINUTE;
     const counter = (time: number, value: number, model = "gpt-4o"): Json =>
@@ -48,19 +45,11 @@ for (const relational of ["pglite", "postgres"] as const) {
           ],
         },
       ]);
-    const send = async (body: Json) => {
-      const r = await ta.app.inject({
-        method: "POST",
-        url: "/v1/otlp/v1/metrics",
-        headers: { authorization: `Bearer ${gw.ingest_api_key}`, "content-type": "application/x-protobuf" },
-        payload: encodeRequest("metrics", body, "protobuf"),
-      });
+    const send = async (body: Json, app = ta) => {
+      const r = await postExport(app, gw.key, body);
       t.equal(r.statusCode, 200, r.body);
     };
-    const input = async () => {
-      const r = await call(ta.app, owner, "PUT", `/v1/usage?connection_id=${gw.connection.id}`);
-      return (r.json() as { gateway: { input_tokens: number } | null }).gateway?.input_tokens ?? 0;
-    };
+    const input = async () => (await gatewayUsageOf(ta, owner, gw.id)).input_tokens;
 
     // what the earlier Vigil stored after a point of 1,000 tokens ten minutes ago: the series'
     // full digest as key, times as decimal text (this Vigil process has never seen the instance)
@@ -98,7 +87,7 @@ for (const relational of ["pglite", "postgres"] as const) {
     });
     await ta.ctx.stores.db.query(
       "INSERT INTO otlp_series (connection_id, instance, version, state, updated_at) VALUES ($1, $2, 7, $3, now())",
-      [gw.connection.id, "gw-upgraded", v1],
+      [gw.id, "gw-upgraded", v1],
     );
 
     const after = counter(Date.now() - MINUTE, 1600);
@@ -109,28 +98,16 @@ for (const relational of ["pglite", "postgres"] as const) {
 
     const row = await ta.ctx.stores.db.query<{ version: string | number; state: string }>(
       "SELECT version, state FROM otlp_series WHERE connection_id = $1",
-      [gw.connection.id],
+      [gw.id],
     );
     t.equal(Number(row.rows[0]?.version), 8, "written back once, by compare and set on the old version");
     t.match(row.rows[0]?.state ?? "", /^v2\n/, "in the second format");
 
     // a second process (no memory of the instance) reads the second format
     const other = await testApp(t, { sameStoresAs: ta });
-    const next = await other.app.inject({
-      method: "POST",
-      url: "/v1/otlp/v1/metrics",
-      headers: { authorization: `Bearer ${gw.ingest_api_key}`, "content-type": "application/x-protobuf" },
-      payload: encodeRequest("metrics", counter(Date.now(), 1750), "protobuf"),
-    });
-    t.equal(next.statusCode, 200, next.body);
+    await send(counter(Date.now(), 1750), other);
     t.equal(await input(), 750, "another process continues from the stored state: + 150");
-    const later = await other.app.inject({
-      method: "POST",
-      url: "/v1/otlp/v1/metrics",
-      headers: { authorization: `Bearer ${gw.ingest_api_key}`, "content-type": "application/x-protobuf" },
-      payload: encodeRequest("metrics", counter(Date.now(), 520, "o3-mini"), "protobuf"),
-    });
-    t.equal(later.statusCode, 200, later.body);
+    await send(counter(Date.now(), 520, "o3-mini"), other);
     t.equal(
       await input(),
       970,
@@ -153,13 +130,13 @@ for (const relational of ["pglite", "postgres"] as const) {
     );
     await db.query(
       "UPDATE otlp_series SET updated_at = now() - interval '31 days' WHERE connection_id = $1 AND instance = 'gw-upgraded'",
-      [gw.connection.id],
+      [gw.id],
     );
     const removed = await expire(ta.ctx);
     t.equal(removed.otlp_series, 1, "one silent instance's state expired");
     const left = await db.query<{ instance: string }>(
       "SELECT instance FROM otlp_series WHERE connection_id = $1",
-      [gw.connection.id],
+      [gw.id],
     );
     t.same(
       left.rows.map((r) => r.instance),
@@ -191,7 +168,7 @@ for (const relational of ["pglite", "postgres"] as const) {
         `SELECT pg_column_size(state)::int AS stored,
                 (SELECT pg_relation_size(reltoastrelid)::int FROM pg_class WHERE relname = 'otlp_series') AS toasted
            FROM otlp_series WHERE connection_id = $1 AND instance = 'gw-wide'`,
-        [gw.connection.id],
+        [gw.id],
       );
       t.ok((size.rows[0]?.stored ?? 0) > 2000, `the state is beyond 2 KB (${size.rows[0]?.stored} bytes)`);
       t.equal(size.rows[0]?.toasted, 0, "and nothing of it is in the TOAST table");
@@ -202,11 +179,7 @@ for (const relational of ["pglite", "postgres"] as const) {
 t.test("an instance's cumulative series are capped; points of new series beyond are rejected", async (t) => {
   const ta = await testApp(t);
   const w = await seedTenants(ta);
-  const res = await call(ta.app, w.keys.bobOrgB, "POST", "/v1/connections", {
-    service_type: "gateway",
-    service_name: "wide",
-  });
-  const gw = res.json() as { connection: { id: string }; ingest_api_key: string };
+  const gw = await gatewayConnection(ta, w.keys.bobOrgB, "wide");
   const start = Date.now() - 30 * MINUTE;
   // one model, one metric, a series per server address
   const body = (time: number, from: number, to: number, instance = "gw-wide", begin = start): Json =>
@@ -228,19 +201,11 @@ t.test("an instance's cumulative series are capped; points of new series beyond 
       },
     ]);
   const send = async (json: Json) => {
-    const r = await ta.app.inject({
-      method: "POST",
-      url: "/v1/otlp/v1/metrics",
-      headers: { authorization: `Bearer ${gw.ingest_api_key}`, "content-type": "application/x-protobuf" },
-      payload: encodeRequest("metrics", json, "protobuf"),
-    });
+    const r = await postExport(ta, gw.key, json);
     t.equal(r.statusCode, 200, r.body.slice(0, 200));
     return decodeExportResponse("metrics", r.rawPayload, "protobuf");
   };
-  const input = async () => {
-    const r = await call(ta.app, w.keys.bobOrgB, "PUT", `/v1/usage?connection_id=${gw.connection.id}`);
-    return (r.json() as { gateway: { input_tokens: number } | null }).gateway?.input_tokens ?? 0;
-  };
+  const input = async () => (await gatewayUsageOf(ta, w.keys.bobOrgB, gw.id)).input_tokens;
   const first = await send(body(Date.now() - 2 * MINUTE, 0, MAX_SERIES_PER_INSTANCE - 2));
   t.equal(first.rejected, 0, "below the cap: every point taken");
   t.equal(await input(), 10 * (MAX_SERIES_PER_INSTANCE - 2));
