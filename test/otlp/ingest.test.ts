@@ -15,6 +15,7 @@ import { READ_PERMISSIONS } from "../../src/core/actor.js";
 import { gatewayUsage } from "../../src/usage/gateway-usage.js";
 import { type TestApp, testApp } from "../helpers/app.js";
 import { type BackendName, requireBackend } from "../helpers/backends.js";
+import type { GatewayUsage } from "../helpers/otlp-gateway.js";
 import { call, seedTenants } from "../helpers/tenants.js";
 
 /*
@@ -109,14 +110,7 @@ const ROUNDS: Call[][] = [
 ];
 
 interface Usage {
-  gateway: {
-    heartbeats: number;
-    input_tokens: number;
-    output_tokens: number;
-    requests: number;
-    cost_cents: number;
-    by_model: { model: string; input_tokens: number; output_tokens: number; cost_cents: number }[];
-  } | null;
+  gateway: GatewayUsage | null;
 }
 
 async function usageOf(ta: TestApp, key: string, connectionId: string): Promise<Usage> {
