@@ -246,7 +246,7 @@ function seriesKeyOf(
   )
     return memo.keys[i] as string;
   const series = metricPrefix + identityText(attributes);
-  const key = cumulative ? seriesDigest(`${series}\n${start}`) : series;
+  const key = cumulative ? digest(`${series}\n${start}`) : series;
   if (i >= MEMO_POSITIONS) return key;
   const size = flatSize(attributes);
   // only flat sets are compared (nested values are rare, and always built)
@@ -264,22 +264,6 @@ function seriesKeyOf(
  */
 export function legacySeriesKey(p: UsagePoint): string {
   return digest(`${p.metricPrefix}${stable(p.attributes)}\n${p.startNs}`);
-}
-
-/**
- * The digests of cumulative series' identities, remembered: a gateway sends the same series every
- * export, and a map lookup costs a fraction of a SHA-256. Bounded: emptied when full.
- */
-const seriesDigests = new Map<string, string>();
-const SERIES_DIGESTS_MAX = 50_000;
-function seriesDigest(text: string): string {
-  let d = seriesDigests.get(text);
-  if (d === undefined) {
-    d = digest(text);
-    if (seriesDigests.size >= SERIES_DIGESTS_MAX) seriesDigests.clear();
-    seriesDigests.set(text, d);
-  }
-  return d;
 }
 
 const nsToMs = (ns: bigint) => Number(ns / NS_PER_MS);
