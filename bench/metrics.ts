@@ -1,4 +1,4 @@
-import http from "node:http";
+import { Worker } from "node:worker_threads";
 import { parseArgs } from "node:util";
 import client from "prom-client";
 import { CHANNEL_TYPES } from "../src/channels/providers/types.js";
@@ -10,6 +10,7 @@ import {
   httpRequests,
   jobRuns,
   probeChecks,
+  processMetrics,
   probeScheduleLag,
   seriesCommitObserver,
   storeTimer,
@@ -19,6 +20,22 @@ import { createLogger } from "../src/lib/logger.js";
 import { startMetricsListener } from "../src/metrics-server.js";
 import { fmt, table } from "./lib/report.js";
 import { positiveInt } from "./lib/postgres.js";
+
+/** The scraper's thread: a keep-alive GET /metrics per message, timed to its last byte. */
+const SCRAPER = `
+const http = require("node:http");
+const { parentPort } = require("node:worker_threads");
+const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+parentPort.on("message", ({ id, port }) => {
+  const t0 = performance.now();
+  http
+    .get({ host: "127.0.0.1", port, path: "/metrics", agent }, (res) => {
+      res.on("data", () => {});
+      res.on("end", () => parentPort.postMessage({ id, ms: performance.now() - t0 }));
+    })
+    .on("error", (err) => parentPort.postMessage({ id, ms: 0, error: err.message }));
+});
+`;
 
 /**
  * `vigil bench metrics`: what one scrape of GET /metrics costs (issue #33: < 5 ms) once every
@@ -93,7 +110,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
   const log = createLogger("warn");
   const listener = await startMetricsListener(
     { ...config, metrics: { port: 0, host: "127.0.0.1", token: undefined } },
-    () => client.register.metrics(),
+    processMetrics,
     log,
   );
   const baseListener = await startMetricsListener(
@@ -101,26 +118,33 @@ export async function run(config: Config, args: string[]): Promise<void> {
     () => baseline.metrics(),
     log,
   );
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const fetchOnce = (port: number) =>
-    new Promise<number>((resolve, reject) => {
-      http
-        .get({ host: "127.0.0.1", port, path: "/metrics", agent }, (res) => {
-          let n = 0;
-          res.on("data", (c: Buffer) => (n += c.length));
-          res.on("end", () => resolve(n));
-        })
-        .on("error", reject);
+  // The scraper runs on its own thread (its own event loop and heap), as Prometheus runs in its own
+  // process: a scrape's time is Vigil's answer, not the bench's own reading of 190 KB beside it.
+  const scraper = new Worker(SCRAPER, { eval: true });
+  let asked = 0;
+  const waiting = new Map<number, (ms: number) => void>();
+  scraper.on("message", (m: { id: number; ms: number; error?: string }) => {
+    if (m.error) throw new Error(`the scraper failed: ${m.error}`);
+    waiting.get(m.id)?.(m.ms);
+    waiting.delete(m.id);
+  });
+  /** One scrape from the other thread; resolves to its time there, from request to the last byte. */
+  const scrapeOnce = (port: number) =>
+    new Promise<number>((resolve) => {
+      const id = ++asked;
+      waiting.set(id, resolve);
+      scraper.postMessage({ id, port });
     });
 
+  /** `fn` `scrapes` times one after another: the time of each (its own, when it reports one) and the CPU. */
   const time = async (label: string, fn: () => Promise<unknown>) => {
     for (let i = 0; i < 20; i++) await fn(); // warm-up
     const ms: number[] = [];
     const cpu0 = process.cpuUsage();
     for (let i = 0; i < scrapes; i++) {
       const t0 = performance.now();
-      await fn();
-      ms.push(performance.now() - t0);
+      const took = await fn();
+      ms.push(typeof took === "number" ? took : performance.now() - t0);
     }
     const cpu = process.cpuUsage(cpu0);
     ms.sort((a, b) => a - b);
@@ -128,13 +152,16 @@ export async function run(config: Config, args: string[]): Promise<void> {
     return { label, p50: at(0.5), p99: at(0.99), cpuMs: (cpu.user + cpu.system) / 1000 / scrapes };
   };
 
-  const text = await client.register.metrics();
+  const text = (await processMetrics()).toString();
   const series = text.split("\n").filter((l) => l && !l.startsWith("#")).length;
   const rows = [
     await time("prom-client process metrics alone, in-process (baseline)", () => baseline.metrics()),
-    await time("Vigil's registry, in-process", () => client.register.metrics()),
-    await time("process metrics alone, over loopback (baseline)", () => fetchOnce(baseListener.port)),
-    await time("GET /metrics over loopback (METRICS_PORT listener)", () => fetchOnce(listener.port)),
+    await time("Vigil's registry, in-process", processMetrics),
+    await time("the same registry as prom-client writes it, in-process (before #33's text writer)", () =>
+      client.register.metrics(),
+    ),
+    await time("process metrics alone, over loopback (baseline)", () => scrapeOnce(baseListener.port)),
+    await time("GET /metrics over loopback (METRICS_PORT listener)", () => scrapeOnce(listener.port)),
   ];
   console.log(
     `\nmetrics: one scrape of ${series} series (${fmt(text.length / 1024, 1)} KiB; ${routeSeries} route, method and status sets), ${scrapes} scrapes each, one after another\n`,
@@ -145,13 +172,16 @@ export async function run(config: Config, args: string[]): Promise<void> {
       rows.map((r) => [r.label, fmt(r.p50, 2), fmt(r.p99, 2), fmt(r.cpuMs, 2)]),
     ),
   );
-  const scrape = rows[3] as (typeof rows)[number];
-  const base = rows[2] as (typeof rows)[number];
+  const scrape = rows[4] as (typeof rows)[number];
+  const base = rows[3] as (typeof rows)[number];
+  // "a scrape costs < 5 ms": the CPU it takes (both ends: Vigil's answer and the scraper's reading),
+  // and the time the scraper waits for it, with the same for the process metrics alone beside it
   console.log(
-    `\nscrape p99 ${fmt(scrape.p99, 2)} ms: ${scrape.p99 < 5 ? "meets" : "MISSES"} target < 5 ms ` +
-      `(${fmt(scrape.p99 / base.p99, 1)}× the process metrics alone)`,
+    `\nscrape cost ${fmt(scrape.cpuMs, 2)} ms of CPU (both ends): ${scrape.cpuMs < 5 ? "meets" : "MISSES"} target < 5 ms` +
+      `\nscrape time p50 ${fmt(scrape.p50, 2)} ms, p99 ${fmt(scrape.p99, 2)} ms: p99 ${scrape.p99 < 5 ? "meets" : "MISSES"} < 5 ms ` +
+      `(the process metrics alone, p99 ${fmt(base.p99, 2)} ms on this host)`,
   );
-  agent.destroy();
+  await scraper.terminate();
   await listener.close();
   await baseListener.close();
 }

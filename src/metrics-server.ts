@@ -1,7 +1,7 @@
 import http from "node:http";
 import type { Logger } from "pino";
 import type { Config } from "./config.js";
-import { bearerMatches, METRICS_CONTENT_TYPE } from "./lib/metrics.js";
+import { bearerMatches, METRICS_CONTENT_TYPE, type MetricsBody } from "./lib/metrics.js";
 
 /**
  * The admin listener of METRICS_PORT (on METRICS_HOST, loopback by default): `GET /metrics` and
@@ -11,14 +11,14 @@ import { bearerMatches, METRICS_CONTENT_TYPE } from "./lib/metrics.js";
  */
 export async function startMetricsListener(
   config: Config,
-  text: () => Promise<string>,
+  text: () => Promise<MetricsBody>,
   log: Logger,
 ): Promise<{ close(): Promise<void>; port: number }> {
   const { port, host, token } = config.metrics;
   if (port === undefined) throw new Error("METRICS_PORT is not set");
   const server = http.createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
-    const answer = (status: number, body: string, headers: Record<string, string> = {}) => {
+    const answer = (status: number, body: MetricsBody, headers: Record<string, string> = {}) => {
       res.writeHead(status, { "Content-Type": "text/plain; charset=utf-8", ...headers });
       res.end(body);
     };

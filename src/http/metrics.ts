@@ -5,6 +5,7 @@ import {
   httpDuration,
   httpRequests,
   METRICS_CONTENT_TYPE,
+  type MetricsBody,
   metricsText,
 } from "../lib/metrics.js";
 import { ApiError, renderError, unavailable } from "./errors.js";
@@ -46,7 +47,7 @@ export function registerMetrics(app: FastifyInstance, ctx: AppContext): void {
         .header("WWW-Authenticate", 'Bearer realm="vigil-metrics"')
         .send(renderError("envelope", err));
     }
-    let text: string;
+    let text: MetricsBody;
     try {
       text = await metricsText();
     } catch (err) {

@@ -1,6 +1,7 @@
 import cluster from "node:cluster";
 import { timingSafeEqual } from "node:crypto";
 import client from "prom-client";
+import { exposition } from "./metrics-text.js";
 
 /**
  * Vigil's own metrics, in Prometheus's text format (docs/operations.md: "Watching Vigil itself").
@@ -219,23 +220,26 @@ client.collectDefaultMetrics({ register });
 // listens once an AggregatorRegistry exists), so one scrape of the primary covers the group.
 if (cluster.isWorker) new client.AggregatorRegistry();
 
-/** This process's metrics, in the text format. */
-export function processMetrics(): Promise<string> {
-  return register.metrics();
+/** This process's metrics, in the text format (UTF-8). */
+export function processMetrics(): Promise<Buffer> {
+  return exposition(register);
 }
 
-let source: () => Promise<string> = processMetrics;
+/** A scrape's body: text, or the same text encoded. */
+export type MetricsBody = string | Buffer;
+
+let source: () => Promise<MetricsBody> = processMetrics;
 
 /**
  * Where a scrape's text comes from: this process's metrics, or (a worker of `--workers N`) the
  * whole group's, asked of the primary.
  */
-export function setMetricsSource(fn: () => Promise<string>): void {
+export function setMetricsSource(fn: () => Promise<MetricsBody>): void {
   source = fn;
 }
 
 /** The text a scrape answers. */
-export function metricsText(): Promise<string> {
+export function metricsText(): Promise<MetricsBody> {
   return source();
 }
 

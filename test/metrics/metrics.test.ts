@@ -191,7 +191,7 @@ t.test("job runs by outcome", async (t: Test) => {
   runner.start();
   while (calls < 2) await new Promise((r) => setTimeout(r, 10));
   await runner.stop();
-  const s = samples(await processMetrics());
+  const s = samples((await processMetrics()).toString());
   t.equal(s.get('vigil_job_runs_total{job="metrics-test-ok",outcome="ran"}'), 1);
   t.equal(s.get('vigil_job_runs_total{job="metrics-test-broken",outcome="failed"}'), 1);
   t.equal(s.get('vigil_job_duration_seconds_count{job="metrics-test-ok"}'), 1, "timed");
@@ -303,7 +303,7 @@ t.test("the Grafana dashboard only uses metrics Vigil exports", async (t: Test) 
     panels: { title: string; targets?: { expr: string }[] }[];
   };
   const exported = new Set(
-    [...(await processMetrics()).matchAll(/^# TYPE (\S+) (\S+)/gm)].flatMap(([, name, type]) =>
+    [...(await processMetrics()).toString().matchAll(/^# TYPE (\S+) (\S+)/gm)].flatMap(([, name, type]) =>
       type === "histogram"
         ? [`${name}_bucket`, `${name}_sum`, `${name}_count`]
         : type === "summary"
