@@ -150,7 +150,13 @@ export function servePrimary(config: Config, roles: Role[], count: number, log: 
       if (msg?.vigil === "stores-ready") cameUp(slot);
       if (msg?.vigil === "metrics-request")
         groupMetrics().then(
-          (text) => w.isConnected() && w.send({ vigil: "metrics", id: msg.id, text }),
+          (body) =>
+            w.isConnected() &&
+            w.send({
+              vigil: "metrics",
+              id: msg.id,
+              text: typeof body === "string" ? body : body.toString("utf8"),
+            }),
           (err: unknown) =>
             w.isConnected() && w.send({ vigil: "metrics", id: msg.id, error: (err as Error).message }),
         );

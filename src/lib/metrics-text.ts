@@ -197,3 +197,95 @@ export async function exposition(registry: client.Registry): Promise<Buffer> {
   pieces.push(Buffer.from(text));
   return Buffer.concat(pieces);
 }
+
+/** How prom-client's cluster aggregator combines one metric's values across processes. */
+export type Aggregator = "sum" | "first" | "min" | "max" | "average" | "omit";
+
+function parseValue(text: string): number {
+  if (text === "+Inf") return Number.POSITIVE_INFINITY;
+  if (text === "-Inf") return Number.NEGATIVE_INFINITY;
+  if (text === "Nan" || text === "NaN") return Number.NaN;
+  return Number(text);
+}
+
+function aggregate(how: Aggregator, values: number[]): number {
+  switch (how) {
+    case "first":
+      return values[0] as number;
+    case "min":
+      return values.reduce((a, b) => Math.min(a, b), Number.POSITIVE_INFINITY);
+    case "max":
+      return values.reduce((a, b) => Math.max(a, b), Number.NEGATIVE_INFINITY);
+    case "average":
+      return values.reduce((a, b) => a + b, 0) / values.length;
+    default:
+      return values.reduce((a, b) => a + b, 0);
+  }
+}
+
+/**
+ * Several processes' texts (`exposition`'s, as `vigil serve --workers N`'s workers send them)
+ * as one: each sample (a name with its label set) combined across the texts as prom-client's
+ * cluster aggregator does, by its family's aggregator (`aggregatorOf`: sum unless it says
+ * otherwise; "omit" leaves the family out). Families and samples keep the order they first
+ * appear in. The same figures as prom-client's `AggregatorRegistry` over the same processes
+ * (test/metrics/metrics-text.test.ts), without its objects: each worker sends its text, whose
+ * lines the primary only splits and adds up.
+ */
+export function mergeExpositions(
+  texts: readonly string[],
+  aggregatorOf: (family: string) => Aggregator,
+): Buffer {
+  interface Merged {
+    help: string;
+    type: string;
+    how: Aggregator;
+    samples: Map<string, number[]>;
+  }
+  const families = new Map<string, Merged>();
+  for (const text of texts) {
+    let family: Merged | undefined;
+    for (const line of text.split("\n")) {
+      if (line === "") continue;
+      if (line.startsWith("# HELP ")) {
+        const space = line.indexOf(" ", 7);
+        const name = space < 0 ? line.slice(7) : line.slice(7, space);
+        family = families.get(name);
+        if (!family) {
+          family = { help: line, type: "", how: aggregatorOf(name), samples: new Map() };
+          families.set(name, family);
+        }
+        continue;
+      }
+      if (line.startsWith("# TYPE ")) {
+        if (family && !family.type) family.type = line;
+        continue;
+      }
+      if (line.startsWith("#") || !family) continue;
+      const space = line.lastIndexOf(" ");
+      const sample = line.slice(0, space);
+      const value = parseValue(line.slice(space + 1));
+      const values = family.samples.get(sample);
+      if (values) values.push(value);
+      else family.samples.set(sample, [value]);
+    }
+  }
+  const pieces: Buffer[] = [];
+  let out = "";
+  let first = true;
+  for (const family of families.values()) {
+    if (family.how === "omit") continue;
+    if (!first) out += "\n";
+    first = false;
+    out += `${family.help}\n${family.type}\n`;
+    for (const [sample, values] of family.samples) {
+      out += `${sample} ${valueText(aggregate(family.how, values))}\n`;
+      if (out.length >= PIECE) {
+        pieces.push(Buffer.from(out));
+        out = "";
+      }
+    }
+  }
+  pieces.push(Buffer.from(first ? "\n" : out));
+  return Buffer.concat(pieces);
+}

@@ -1,7 +1,7 @@
 import cluster from "node:cluster";
 import { timingSafeEqual } from "node:crypto";
 import client from "prom-client";
-import { exposition } from "./metrics-text.js";
+import { type Aggregator, exposition, mergeExpositions } from "./metrics-text.js";
 
 /**
  * Vigil's own metrics, in Prometheus's text format (docs/operations.md: "Watching Vigil itself").
@@ -216,9 +216,28 @@ export const sloBurnEvaluations = new client.Counter({
 
 client.collectDefaultMetrics({ register });
 
-// A worker of `vigil serve --workers N` answers the primary's requests for its metrics (prom-client
-// listens once an AggregatorRegistry exists), so one scrape of the primary covers the group.
-if (cluster.isWorker) new client.AggregatorRegistry();
+/** A worker's answer to the primary's request for its metrics (`clusterMetricsSource`). */
+interface MetricsTextMessage {
+  vigil: "metrics-text";
+  id: number;
+  text?: string;
+  error?: string;
+}
+
+// A worker of `vigil serve --workers N` sends the primary its metrics' text when asked, so one
+// scrape of the primary covers the group.
+if (cluster.isWorker)
+  process.on("message", (m: { vigil?: string; id?: unknown } | null) => {
+    if (m?.vigil !== "metrics-text-request" || typeof m.id !== "number") return;
+    const id = m.id;
+    const reply = (msg: MetricsTextMessage) => {
+      if (process.connected) process.send?.(msg);
+    };
+    processMetrics().then(
+      (body) => reply({ vigil: "metrics-text", id, text: body.toString("utf8") }),
+      (err: unknown) => reply({ vigil: "metrics-text", id, error: (err as Error).message }),
+    );
+  });
 
 /** This process's metrics, in the text format (UTF-8). */
 export function processMetrics(): Promise<Buffer> {
@@ -243,10 +262,60 @@ export function metricsText(): Promise<MetricsBody> {
   return source();
 }
 
-/** The primary's side of `--workers N`: every worker's metrics, summed (histograms and counters) by prom-client. */
-export function clusterMetricsSource(): () => Promise<string> {
-  const aggregator = new client.AggregatorRegistry();
-  return () => aggregator.clusterMetrics();
+/** How long the primary waits for every worker's metrics (prom-client's cluster aggregator waits 5 s too). */
+const GROUP_WAIT_MS = 5_000;
+
+/** A metric family's aggregator across processes, as its definition says (prom-client: sum by default). */
+function aggregatorOf(family: string): Aggregator {
+  const metric = register.getSingleMetric(family) as { aggregator?: Aggregator } | undefined;
+  return metric?.aggregator ?? "sum";
+}
+
+/**
+ * The primary's side of `--workers N`: every live worker's metrics, asked over IPC and combined
+ * by each metric's aggregator (counters and histograms summed, as prom-client's cluster
+ * aggregator does; `mergeExpositions`). Fails when a worker reports an error or some worker has
+ * not answered within 5 s; with no worker up, the text is empty.
+ */
+export function clusterMetricsSource(): () => Promise<MetricsBody> {
+  let asked = 0;
+  const pending = new Map<
+    number,
+    { texts: Map<number, string>; waiting: number; done: (err?: Error) => void }
+  >();
+  cluster.on("message", (worker, m: MetricsTextMessage | null) => {
+    if (m?.vigil !== "metrics-text") return;
+    const request = pending.get(m.id);
+    if (!request) return; // answered after the scrape gave up
+    if (typeof m.text !== "string") return request.done(new Error(m.error ?? "a worker sent no metrics"));
+    request.texts.set(worker.id, m.text);
+    if (--request.waiting === 0) request.done();
+  });
+  return () =>
+    new Promise<MetricsBody>((resolve, reject) => {
+      const workers = Object.values(cluster.workers ?? {}).filter((w) => w?.isConnected());
+      if (workers.length === 0) return resolve("");
+      const id = ++asked;
+      const texts = new Map<number, string>();
+      const timer = setTimeout(
+        () => request.done(new Error("a worker did not send its metrics in time")),
+        GROUP_WAIT_MS,
+      );
+      const request = {
+        texts,
+        waiting: workers.length,
+        done: (err?: Error) => {
+          if (!pending.delete(id)) return;
+          clearTimeout(timer);
+          if (err) return reject(err);
+          // in worker order, whatever order they answered in ("first" takes the first worker's)
+          const ordered = [...texts].sort((a, b) => a[0] - b[0]).map(([, text]) => text);
+          resolve(mergeExpositions(ordered, aggregatorOf));
+        },
+      };
+      pending.set(id, request);
+      for (const w of workers) w?.send({ vigil: "metrics-text-request", id });
+    });
 }
 
 export const METRICS_CONTENT_TYPE = register.contentType;
