@@ -314,7 +314,6 @@ function counts(list: PbInt64[]): { values: number[]; unsafe: boolean } {
 
 function toHistogramPoint(p: PbHistogramDataPoint): HistogramDataPoint {
   const count = toNumber(p.count);
-  const buckets = counts(p.bucketCounts);
   return {
     attributes: toAttributes(p.attributes),
     startTimeUnixNano: toBigInt(p.startTimeUnixNano),
@@ -324,9 +323,7 @@ function toHistogramPoint(p: PbHistogramDataPoint): HistogramDataPoint {
     sum: p.sum ?? null,
     min: p.min ?? null,
     max: p.max ?? null,
-    bucketCounts: buckets.values,
-    explicitBounds: p.explicitBounds.slice(),
-    unsafeInteger: !Number.isSafeInteger(count) || buckets.unsafe,
+    unsafeInteger: !Number.isSafeInteger(count),
   };
 }
 

@@ -40,7 +40,7 @@ interface DataPointBase {
   timeUnixNano: bigint;
   flags: number;
   /**
-   * An integer of this point (an int value, a count or a bucket count) is beyond
+   * An integer of this point (an int value or a count) is beyond
    * Number.MAX_SAFE_INTEGER, so its number here is rounded: a consumer should reject the point.
    */
   unsafeInteger: boolean;
@@ -57,8 +57,7 @@ export interface HistogramDataPoint extends DataPointBase {
   sum: number | null;
   min: number | null;
   max: number | null;
-  bucketCounts: number[];
-  explicitBounds: number[];
+  // bucket counts and bounds are not decoded: Vigil reads a histogram's sum and count (schema.ts)
 }
 
 export interface ExponentialBuckets {

@@ -60,8 +60,7 @@ export interface PbHistogramDataPoint extends PbPointBase {
   sum: number | null;
   min: number | null;
   max: number | null;
-  bucketCounts: PbInt64[];
-  explicitBounds: number[];
+  // bucketCounts, explicitBounds, exemplars: removed from the type before decoding (schema.ts)
 }
 
 export interface PbBuckets {

@@ -1,5 +1,5 @@
 import protojson from "protobufjs/ext/protojson.js";
-import { otlpTypes } from "../../src/otlp/schema.js";
+import { completeOtlpTypes, otlpTypes } from "../../src/otlp/schema.js";
 import type { OtlpEncoding } from "../../src/otlp/types.js";
 
 /**
@@ -183,7 +183,8 @@ function hexIdsToBase64(json: Json): Json {
 /** The request's body in the encoding: OTLP/JSON text, or binary protobuf of the same message. */
 export function encodeRequest(kind: "metrics" | "traces", json: Json, encoding: OtlpEncoding): Buffer {
   if (encoding === "json") return Buffer.from(JSON.stringify(json));
-  const types = otlpTypes();
+  // every field, buckets and exemplars too, as a sender encodes them
+  const types = completeOtlpTypes();
   const type = kind === "metrics" ? types.metricsRequest : types.tracesRequest;
   const checked = protojson.fromJson(type, kind === "traces" ? hexIdsToBase64(json) : json);
   const bytes = type.encode(type.fromObject({ ...checked })).finish();

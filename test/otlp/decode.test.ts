@@ -22,7 +22,7 @@ import {
 import t, { type Test } from "tap";
 import { decodeMetricsRequest, decodeTracesRequest, OtlpDecodeError } from "../../src/otlp/decode.js";
 import { encodeMetricsResponse, encodeStatus, encodeTracesResponse, RpcCode } from "../../src/otlp/encode.js";
-import { otlpTypes } from "../../src/otlp/schema.js";
+import { completeOtlpTypes, otlpTypes } from "../../src/otlp/schema.js";
 import type {
   HistogramDataPoint,
   NumberDataPoint,
@@ -245,16 +245,7 @@ for (const [label, temporality] of [
               `${at}: a delta export has no point for a series with no new recording`,
             );
           }
-          t.equal(
-            input.bucketCounts.length,
-            input.explicitBounds.length + 1,
-            `${at}: one more bucket than bounds`,
-          );
-          t.equal(
-            input.bucketCounts.reduce((a, b) => a + b, 0),
-            input.count,
-            `${at}: bucket counts add up to the count`,
-          );
+          t.notOk("bucketCounts" in input, `${at}: buckets are skipped (Vigil reads the sum and count)`);
 
           const sdkInput = sdkPoint(rm, "gen_ai.client.token.usage", "input");
           t.equal(input.startTimeUnixNano, nanos(sdkInput.startTime), `${at}: start time as recorded`);
@@ -496,8 +487,12 @@ t.test(
     t.match(metric(req, "m.hist"), {
       type: "histogram",
       aggregationTemporality: "cumulative",
-      dataPoints: [{ count: 4, sum: null, min: null, max: null, bucketCounts: [1, 3], explicitBounds: [10] }],
+      dataPoints: [{ count: 4, sum: null, min: null, max: null }],
     });
+    t.notOk(
+      "bucketCounts" in ((metric(req, "m.hist").dataPoints[0] as object | undefined) ?? {}),
+      "buckets in JSON are skipped like any field Vigil does not read",
+    );
     t.match(metric(req, "m.future"), { type: "empty", dataPoints: [] }, "a metric with an unknown data kind");
     t.equal(req.dataPointCount, 5);
   },
@@ -554,6 +549,68 @@ async function realMetricsBody(t: Test): Promise<Buffer> {
   if (!first) throw new Error("nothing collected");
   return (await exportMetrics(t, first)).proto;
 }
+
+t.test("fields Vigil does not read (buckets, bounds, exemplars) are skipped on the wire", async (t) => {
+  // encoded with every field, as a sender (the SDK, a Collector) sends them
+  const type = completeOtlpTypes().metricsRequest;
+  const exemplar = {
+    asInt: 7,
+    timeUnixNano: 1_700_000_010_000_000_000,
+    spanId: Buffer.alloc(8, 1),
+    traceId: Buffer.alloc(16, 2),
+  };
+  const body = type
+    .encode(
+      type.fromObject({
+        resourceMetrics: [
+          {
+            scopeMetrics: [
+              {
+                metrics: [
+                  {
+                    name: "h",
+                    histogram: {
+                      aggregationTemporality: 2,
+                      dataPoints: [
+                        {
+                          timeUnixNano: 1_700_000_010_000_000_000,
+                          count: 5,
+                          sum: 12.5,
+                          min: 1,
+                          max: 9,
+                          bucketCounts: [1, 4, 0],
+                          explicitBounds: [1, 10],
+                          exemplars: [exemplar],
+                        },
+                      ],
+                    },
+                  },
+                  {
+                    name: "c",
+                    sum: { aggregationTemporality: 1, dataPoints: [{ asInt: 3, exemplars: [exemplar] }] },
+                  },
+                ],
+              },
+            ],
+          },
+        ],
+      }),
+    )
+    .finish();
+  const req = decodeMetricsRequest(body, "protobuf");
+  t.match(metric(req, "h"), {
+    type: "histogram",
+    aggregationTemporality: "cumulative",
+    dataPoints: [{ count: 5, sum: 12.5, min: 1, max: 9, timeUnixNano: 1_700_000_010_000_000_000n }],
+  });
+  t.notOk("bucketCounts" in ((metric(req, "h").dataPoints[0] as object | undefined) ?? {}));
+  t.match(
+    metric(req, "c"),
+    { type: "sum", dataPoints: [{ value: 3 }] },
+    "the point after the skipped exemplar",
+  );
+  t.equal(req.dataPointCount, 2);
+});
 
 t.test("malformed protobuf: OtlpDecodeError with protobufjs' reason", async (t) => {
   const body = await realMetricsBody(t);
