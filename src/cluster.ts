@@ -39,7 +39,7 @@ const metricsWaiting = new Map<number, { resolve: (text: string) => void; reject
 
 /**
  * A worker's scrape of `GET /metrics` (METRICS_TOKEN on the API port): the whole group's metrics,
- * asked of the primary, which gathers every worker's (prom-client's cluster aggregator).
+ * asked of the primary, which asks every worker for its text and sums them (clusterMetricsSource).
  */
 export function askPrimaryForMetrics(): Promise<string> {
   if (metricsWaiting.size === 0 && metricsRequests === 0)
