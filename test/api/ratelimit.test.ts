@@ -8,7 +8,18 @@ import { keyStore } from "../../src/identity/keys.js";
 import { mcpTokenFor } from "../helpers/oauth.js";
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 
+/**
+ * The limits count per clock hour. A test that spends a whole window starts at least a minute
+ * before the hour ends, or waits for the next one: a window that turns over mid-test gives the
+ * budget back (a run that crossed 14:00 UTC saw 4 requests left where 0 were due).
+ */
+async function clearOfHourEnd(): Promise<void> {
+  const left = 3_600_000 - (Date.now() % 3_600_000);
+  if (left < 60_000) await new Promise((r) => setTimeout(r, left + 500));
+}
+
 t.test("free plan: 100 requests an hour per account, then 429 with Retry-After", async (t) => {
+  await clearOfHourEnd();
   const ta = await testApp(t);
   const db = ta.ctx.stores.db;
   const user = await createUser(db, { email: "free@x.example", plan: "free" });
@@ -41,6 +52,7 @@ t.test("free plan: 100 requests an hour per account, then 429 with Retry-After",
 });
 
 t.test("pro plan is 1,000 an hour; the count is shared by two nodes on one Postgres", async (t) => {
+  await clearOfHourEnd();
   if (!(await requireBackend(t, "postgres"))) return;
   const fast = { limiter: { syncMs: 20 } };
   const a = await testApp(t, { relational: "postgres", context: fast });
@@ -158,6 +170,7 @@ t.test(
 );
 
 t.test("/mcp counts against the user's hourly budget, shared with the user's personal keys", async (t) => {
+  await clearOfHourEnd();
   const ta = await testApp(t);
   const db = ta.ctx.stores.db;
   const user = await createUser(db, { email: "mcp-free@x.example", plan: "free" });
