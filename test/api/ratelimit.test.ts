@@ -3,20 +3,11 @@ import { createKey, createUser } from "../../src/identity/accounts.js";
 import { PERMISSIONS } from "../../src/core/actor.js";
 import { testApp } from "../helpers/app.js";
 import { requireBackend } from "../helpers/backends.js";
+import { clearOfHourEnd } from "../helpers/hours.js";
 import { call } from "../helpers/tenants.js";
 import { keyStore } from "../../src/identity/keys.js";
 import { mcpTokenFor } from "../helpers/oauth.js";
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
-
-/**
- * The limits count per clock hour. A test that spends a whole window starts at least a minute
- * before the hour ends, or waits for the next one: a window that turns over mid-test gives the
- * budget back (a run that crossed 14:00 UTC saw 4 requests left where 0 were due).
- */
-async function clearOfHourEnd(): Promise<void> {
-  const left = 3_600_000 - (Date.now() % 3_600_000);
-  if (left < 60_000) await new Promise((r) => setTimeout(r, left + 500));
-}
 
 t.test("free plan: 100 requests an hour per account, then 429 with Retry-After", async (t) => {
   await clearOfHourEnd();

@@ -9,6 +9,7 @@ import { testApp } from "../helpers/app.js";
 import { type BackendName, requireBackend } from "../helpers/backends.js";
 import { at, routeKey, routeSamples, seedRouteWorld } from "../helpers/route-samples.js";
 import { call } from "../helpers/tenants.js";
+import { clearOfHourEnd } from "../helpers/hours.js";
 
 /**
  * The document cannot drift: every route of the table is called with real requests over a
@@ -142,6 +143,7 @@ for (const [relational, series] of backends) {
     }
 
     // 429: a free-plan account past its hourly budget
+    await clearOfHourEnd();
     const free = await createUser(ta.ctx.stores.db, { email: "frank@f.example", plan: "free" });
     const frank = (await createKey(ta.ctx.stores.db, { user: free.id, permissions: [...PERMISSIONS] })).key;
     let limited;

@@ -3,6 +3,7 @@ import { runAdmin } from "../../src/admin/commands.js";
 import { createUser } from "../../src/identity/accounts.js";
 import { forgetGrants, revokeUserAccess, verifyAccessToken } from "../../src/oauth/service.js";
 import { testApp } from "../helpers/app.js";
+import { clearOfHourEnd } from "../helpers/hours.js";
 import {
   approve,
   authorizeUrl,
@@ -113,6 +114,7 @@ t.test("registration validates redirect URIs and metadata", async (t) => {
 
 t.test("registrations are rate limited per address", async (t) => {
   const { app } = await setup(t);
+  await clearOfHourEnd();
   let last = 0;
   for (let i = 0; i < 21; i++)
     last = (
