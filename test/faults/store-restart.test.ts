@@ -423,6 +423,35 @@ t.test("PostgreSQL and QuestDB stop and come back under load", async (t) => {
   mails = await outbox();
   const times = (id: string) => smtp.received.filter((r) => r.messageId.includes(id)).length;
   t.ok(mails.length >= 2, `${mails.length} e-mails in the outbox (the flaky target's failure and recovery)`);
+  const lost = mails.filter((m) => times(m.id) === 0);
+  if (lost.length) {
+    // what the outbox says of each, so a failure shows whether it waited on a retry or was never tried
+    const rows = await db.query<{
+      subject: string;
+      status: string;
+      attempts: number;
+      created_at: Date;
+      next_attempt_at: Date;
+      last_error: string | null;
+    }>(
+      "SELECT subject, status, attempts, created_at, next_attempt_at, last_error FROM notifications WHERE id = ANY($1)",
+      [lost.map((m) => m.id)],
+    );
+    for (const r of rows.rows)
+      t.comment(
+        `not received: ${r.subject}: ${r.status}, ${r.attempts} attempts, created at ${rel(r.created_at.getTime())}, ` +
+          `next attempt at ${rel(r.next_attempt_at.getTime())}, now ${rel(Date.now())}, last error ${r.last_error ?? "none"}; ` +
+          `outages: ${windows.map((w) => `${w.store} ${rel(w.stop)} to ${rel(w.started)}`).join(", ")}`,
+      );
+    t.comment(
+      server
+        .output()
+        .split("\n")
+        .filter((l) => /deliver|mail|smtp|"level":[45]0/i.test(l))
+        .slice(-15)
+        .join("\n"),
+    );
+  }
   t.same(
     mails.filter((m) => times(m.id) === 0).map((m) => m.subject),
     [],
