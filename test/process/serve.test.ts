@@ -14,7 +14,7 @@ const tmpDir = (t: Test) => {
 t.test("embedded default: serves, guards its folder, shuts down cleanly on SIGTERM", async (t) => {
   const dir = tmpDir(t);
   const server = await serveOnFreePort(t, { VIGIL_DATA_DIR: dir });
-  await server.waitFor(/series store ready/);
+  await server.waitFor(/series store ready/, 60_000); // PGlite's first migrations take 10+ s on a slow host
   t.match(server.output(), new RegExp(`data lives in ${dir}`), "says where its data lives");
   const ready = await fetch(`${server.url}/readyz`);
   t.equal(ready.status, 200);
