@@ -28,9 +28,20 @@ export const MAX_ATTRIBUTE_DEPTH = 32;
 
 export class AttributeDepthError extends Error {}
 
+/**
+ * Attributes as a plain object. Not `Object.create(null)`: V8 keeps such objects as hash tables,
+ * and every point's attributes are read and compared several times (map.ts); plain objects of the
+ * same keys share one shape. A key `__proto__` is defined as an own property, never taken as the
+ * prototype; readers look up the names they want and iterate own keys only.
+ */
 export function toAttributes(list: PbKeyValue[], depth = 0): Attributes {
-  const out: Attributes = Object.create(null) as Attributes;
-  for (const kv of list) out[kv.key] = toAttributeValue(kv.value, depth);
+  const out: Attributes = {};
+  for (const kv of list) {
+    const value = toAttributeValue(kv.value, depth);
+    if (kv.key === "__proto__")
+      Object.defineProperty(out, kv.key, { value, enumerable: true, writable: true, configurable: true });
+    else out[kv.key] = value;
+  }
   return out;
 }
 
