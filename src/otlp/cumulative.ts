@@ -7,6 +7,7 @@ import {
   legacySeriesKey,
   MAX_AGE_MS,
   type SeriesState,
+  STATE_KEY_LENGTH,
   type UsagePoint,
 } from "./map.js";
 import { selectInstanceState, type StateSwap, swapInstanceStates } from "./repository.js";
@@ -70,10 +71,11 @@ type StoredV1 = [string, string, number, number, string | null, string | null, n
  * and taken over by a series the first time its point misses under its own key, so a series an
  * exporter sends only now and then is never taken for a new one after an upgrade.
  */
-const KEY_LENGTH = 16;
 const LEGACY = "~";
-/** A series' key in the state: its digest's first characters. */
-const stateKey = (seriesKey: string) => seriesKey.slice(0, KEY_LENGTH);
+/** A series' key in the state: its digest's first characters (mapMetrics gives it as `stateKey`). */
+const stateKey = (seriesKey: string) => seriesKey.slice(0, STATE_KEY_LENGTH);
+
+const NO_PREV = { prevStartNs: 0n, prevTimeNs: 0n, prevValue: 0, prevCount: 0 } as const;
 
 function parse(text: string): Series {
   const out: Series = new Map();
@@ -86,10 +88,9 @@ function parse(text: string): Series {
         timeNs: BigInt(time),
         value,
         count,
-        prev:
-          ps === null || pt === null
-            ? null
-            : { startNs: BigInt(ps), timeNs: BigInt(pt), value: pv ?? 0, count: pc ?? 0 },
+        ...(ps === null || pt === null
+          ? NO_PREV
+          : { prevStartNs: BigInt(ps), prevTimeNs: BigInt(pt), prevValue: pv ?? 0, prevCount: pc ?? 0 }),
       });
     }
     return out;
@@ -105,15 +106,16 @@ function parse(text: string): Series {
   for (let i = 2; i < lines.length; i++) {
     const f = (lines[i] as string).split(" ");
     if (f.length < 5) continue;
+    const prev = f.length >= 9;
     out.set(f[0] as string, {
       startNs: time(f[1]),
       timeNs: time(f[2]),
       value: Number(f[3]),
       count: Number(f[4]),
-      prev:
-        f.length >= 9
-          ? { startNs: time(f[5]), timeNs: time(f[6]), value: Number(f[7]), count: Number(f[8]) }
-          : null,
+      prevStartNs: prev ? time(f[5]) : 0n,
+      prevTimeNs: prev ? time(f[6]) : 0n,
+      prevValue: prev ? Number(f[7]) : 0,
+      prevCount: prev ? Number(f[8]) : 0,
     });
   }
   return out;
@@ -122,95 +124,132 @@ function parse(text: string): Series {
 function serialize(series: Series): string {
   const index = new Map<bigint, number>();
   const times: bigint[] = [];
+  // the series of an instance mostly share their start and time: the last one looked up is kept
+  let lastTime = -1n;
+  let lastIndex = -1;
   const at = (t: bigint) => {
+    if (t === lastTime) return lastIndex;
     let i = index.get(t);
     if (i === undefined) {
       i = times.length;
       index.set(t, i);
       times.push(t);
     }
+    lastTime = t;
+    lastIndex = i;
     return i;
   };
   let body = "";
   for (const [k, s] of series) {
     body += `\n${k} ${at(s.startNs)} ${at(s.timeNs)} ${s.value} ${s.count}`;
-    if (s.prev) body += ` ${at(s.prev.startNs)} ${at(s.prev.timeNs)} ${s.prev.value} ${s.prev.count}`;
+    if (s.prevTimeNs !== 0n)
+      body += ` ${at(s.prevStartNs)} ${at(s.prevTimeNs)} ${s.prevValue} ${s.prevCount}`;
   }
   return `v2\n${times.join(",")}${body}`;
 }
 
 /**
- * The increments of one instance's cumulative points (in time order) against `series`, and the
- * series' states after them (null when nothing changed: a resend, or only older points).
+ * What `step` changed in a state, to put it back: keys and the states they held before
+ * (undefined: the key was new), in the order of the changes.
+ */
+type ChangeLog = (string | SeriesState | undefined)[];
+
+/** Sets (or with undefined deletes) a series' state, logging what it held. */
+function change(series: Series, log: ChangeLog, key: string, state: SeriesState | undefined) {
+  log.push(key, series.get(key));
+  if (state === undefined) series.delete(key);
+  else series.set(key, state);
+}
+
+/** Puts back what `log` changed in `series`, latest change first. */
+function revert(series: Series, log: ChangeLog) {
+  for (let i = log.length - 2; i >= 0; i -= 2) {
+    const key = log[i] as string;
+    const was = log[i + 1] as SeriesState | undefined;
+    if (was === undefined) series.delete(key);
+    else series.set(key, was);
+  }
+  log.length = 0;
+}
+
+/**
+ * The increments of one instance's cumulative points (in time order) against `series`, which
+ * takes the points in place (no copy of the state per export). `log` holds what changed (empty:
+ * nothing did, a resend or only older points), for `revert`.
  */
 function step(
   points: readonly UsagePoint[],
   series: Series,
   nowMs: number,
-): { incs: Increment[]; next: Series | null; refused: number } {
+): { incs: Increment[]; log: ChangeLog; refused: number } {
   const incs: Increment[] = [];
+  const log: ChangeLog = [];
   let refused = 0;
-  let next: Series | null = null;
   let starts: Set<bigint> | null = null;
   let legacy: boolean | null = null;
   for (const p of points) {
-    const key = stateKey(p.seriesKey);
-    let s = (next ?? series).get(key) ?? null;
+    const key = p.stateKey;
+    let s = series.get(key) ?? null;
     if (!s) {
       // a state stored before 2026-11-28 names this series by its former key: it takes it over
       legacy ??= [...series.keys()].some((k) => k.startsWith(LEGACY));
       const old = legacy ? LEGACY + stateKey(legacySeriesKey(p)) : null;
-      s = old === null ? null : ((next ?? series).get(old) ?? null);
+      s = old === null ? null : (series.get(old) ?? null);
       if (s && old !== null) {
-        next ??= new Map(series);
-        next.delete(old);
-        next.set(key, s);
+        change(series, log, old, undefined);
+        change(series, log, key, s);
       }
     }
-    if (!s && (next ?? series).size >= MAX_SERIES_PER_INSTANCE) {
+    if (!s && series.size >= MAX_SERIES_PER_INSTANCE) {
       // full: series not moved for a day make room (a counter's earlier life, before its
       // process restarted, never moves again; nor does a model no longer used)
       const stale = BigInt(nowMs - STALE_AT_CAP_MS) * 1_000_000n;
-      const gone = [...(next ?? series)].filter(([, e]) => e.timeNs < stale).map(([k]) => k);
-      if (gone.length > 0) {
-        next ??= new Map(series);
-        for (const k of gone) next.delete(k);
-      }
-      if ((next ?? series).size >= MAX_SERIES_PER_INSTANCE) {
+      const gone = [...series].filter(([, e]) => e.timeNs < stale).map(([k]) => k);
+      for (const k of gone) change(series, log, k, undefined);
+      if (series.size >= MAX_SERIES_PER_INSTANCE) {
         refused++;
         continue;
       }
     }
     if (!s && !starts) {
+      // the starts of the series as the state was before this export
       starts = new Set();
-      for (const e of series.values()) starts.add(e.startNs);
+      const before = new Map<string, SeriesState | undefined>();
+      for (let i = 0; i < log.length; i += 2)
+        if (!before.has(log[i] as string))
+          before.set(log[i] as string, log[i + 1] as SeriesState | undefined);
+      for (const [k, e] of series) if (!before.has(k)) starts.add(e.startNs);
+      for (const e of before.values()) if (e) starts.add(e.startNs);
     }
     const inc = cumulativeIncrement(p, s, !s && (starts?.has(p.startNs) ?? false));
     if (!inc) continue;
     incs.push({ point: p, value: inc.value, count: inc.count, fromNs: inc.fromNs });
     if (s && p.timeNs === s.timeNs) continue; // a resend of the latest point: the state stays
-    next ??= new Map(series);
-    next.set(key, {
+    change(series, log, key, {
       startNs: p.startNs,
       timeNs: p.timeNs,
       value: p.value,
       count: p.count,
-      prev: s ? { startNs: s.startNs, timeNs: s.timeNs, value: s.value, count: s.count } : null,
+      prevStartNs: s ? s.startNs : 0n,
+      prevTimeNs: s ? s.timeNs : 0n,
+      prevValue: s ? s.value : 0,
+      prevCount: s ? s.count : 0,
     });
   }
-  if (next) {
+  if (log.length > 0) {
     // series an instance stopped exporting leave its state once their points would be refused
     const oldest = BigInt(nowMs - MAX_AGE_MS) * 1_000_000n;
-    for (const [k, s] of next) if (s.timeNs < oldest) next.delete(k);
+    for (const [k, e] of series) if (e.timeNs < oldest) change(series, log, k, undefined);
   }
-  return { incs, next, refused };
+  return { incs, log, refused };
 }
 
-/** An instance whose state an export replaced: what it was, and the version written. */
+/** An instance whose state an export changed: its entry, what changed, and the version written. */
 interface Taken {
   connectionId: string;
   instance: string;
-  before: Entry;
+  entry: Entry;
+  log: ChangeLog;
   version: number;
 }
 
@@ -303,7 +342,7 @@ class CumulativeState {
       const t = r.value;
       for (const inc of t.incs) out.push(inc);
       if (t.refused > 0) refused.set(instance, t.refused);
-      if (t.before) taken.push({ connectionId, instance, before: t.before, version: t.version });
+      if (t.log) taken.push({ connectionId, instance, entry: t.entry, log: t.log, version: t.version });
     });
     if (failure) {
       await this.undo(taken);
@@ -332,28 +371,37 @@ class CumulativeState {
     connectionId: string,
     instance: string,
     points: UsagePoint[],
-  ): Promise<{ incs: Increment[]; before: Entry | null; version: number; refused: number }> {
+  ): Promise<{ incs: Increment[]; entry: Entry; log: ChangeLog | null; version: number; refused: number }> {
     const key = `${connectionId}\n${instance}`;
     const now = this.ctx.now();
     let entry = this.entries.get(key) ?? (await this.load(connectionId, instance));
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-      const { incs, next, refused } = step(points, entry.series, now.getTime());
-      if (!next) {
-        entry.usedAt = now.getTime();
+      const { incs, log, refused } = step(points, entry.series, now.getTime());
+      entry.usedAt = now.getTime();
+      if (log.length === 0) {
         this.entries.set(key, entry);
-        return { incs, before: null, version: entry.version ?? 0, refused };
+        return { incs, entry, log: null, version: entry.version ?? 0, refused };
       }
-      const version = await this.swap({
-        connectionId,
-        instance,
-        version: entry.version,
-        state: serialize(next),
-      });
+      let version: number | null;
+      try {
+        version = await this.swap({
+          connectionId,
+          instance,
+          version: entry.version,
+          state: serialize(entry.series),
+        });
+      } catch (err) {
+        // not stored: the state stays as it was
+        revert(entry.series, log);
+        throw err;
+      }
       if (version !== null) {
-        this.entries.set(key, { version, series: next, usedAt: now.getTime() });
-        return { incs, before: entry, version, refused };
+        entry.version = version;
+        this.entries.set(key, entry);
+        return { incs, entry, log, version, refused };
       }
       // another process took this instance's export since: its state, then again
+      this.entries.delete(key);
       entry = await this.load(connectionId, instance);
     }
     this.entries.delete(key);
@@ -365,7 +413,7 @@ class CumulativeState {
   }
 
   /**
-   * Puts back the states `taken` replaced, each only if it is still the one written then (the
+   * Puts back the states `taken` changed, each only if it is still the one written then (the
    * caller still holds their locks, so only another process can have changed one).
    */
   private async undo(taken: readonly Taken[]): Promise<void> {
@@ -374,19 +422,23 @@ class CumulativeState {
 
   private async undoOne(t: Taken): Promise<void> {
     const key = `${t.connectionId}\n${t.instance}`;
+    revert(t.entry.series, t.log);
     let back: number | null = null;
     try {
       back = await this.swap({
         connectionId: t.connectionId,
         instance: t.instance,
         version: t.version,
-        state: serialize(t.before.series),
+        state: serialize(t.entry.series),
       });
     } catch {
       // the relational store is down too: a retry of the latest point still gives its increment again
     }
-    if (back !== null) this.entries.set(key, { version: back, series: t.before.series, usedAt: Date.now() });
-    else this.entries.delete(key);
+    if (back !== null) {
+      t.entry.version = back;
+      t.entry.usedAt = Date.now();
+      this.entries.set(key, t.entry);
+    } else this.entries.delete(key);
   }
 
   /**

@@ -42,6 +42,8 @@ export interface UsagePoint {
   version: string | null;
   /** Identity of the series: instance, metric and the point's attributes (a digest when cumulative). */
   seriesKey: string;
+  /** A cumulative series' key in its stored state (cumulative.ts); the series key when delta. */
+  stateKey: string;
   /** Instance, resource, scope and metric of the series (the key's first part). */
   metricPrefix: string;
   /** The resource's digest and the scope: which instrumentation sent the point. */
@@ -182,17 +184,31 @@ export function identityText(a: Attributes): string {
 }
 
 /**
- * Each metric's series keys of its last export, by the points' positions: an exporter sends the
- * same series in the same order every time, and comparing a point's attributes with the ones at
- * its position costs a fraction of building and hashing its identity. Bounded: emptied when full.
+ * What a point's attributes give, within one metric: its series key and the fields read from
+ * its attributes. The same attributes (and start, for a cumulative point) give the same entry.
  */
-interface IdentityMemo {
-  attributes: (Attributes | undefined)[];
-  sizes: number[];
-  cumulative: boolean[];
-  starts: bigint[];
-  keys: string[];
+interface SeriesEntry {
+  /** The flat attribute set it was made from; undefined when not flat (never compared). */
+  attributes: Attributes | undefined;
+  size: number;
+  cumulative: boolean;
+  start: bigint;
+  key: string;
+  /** A cumulative series' key in its stored state (the key's first characters; cumulative.ts). */
+  stateKey: string;
+  measure: Measure;
+  model: string;
+  provider: string | null;
+  failed: boolean;
 }
+
+/**
+ * Each metric's entries of its last export, by the points' positions: an exporter sends the same
+ * series in the same order every time, and comparing a point's attributes with the ones at its
+ * position costs a fraction of building and hashing its identity and reading its fields again.
+ * Bounded: emptied when full.
+ */
+type IdentityMemo = (SeriesEntry | undefined)[];
 const memos = new Map<string, IdentityMemo>();
 const MEMOS_MAX = 20_000;
 /** Points of a metric beyond this many are not remembered (a memo's memory stays bounded). */
@@ -201,7 +217,7 @@ function identityMemo(metricPrefix: string): IdentityMemo {
   let memo = memos.get(metricPrefix);
   if (!memo) {
     if (memos.size >= MEMOS_MAX) memos.clear();
-    memo = { attributes: [], sizes: [], cumulative: [], starts: [], keys: [] };
+    memo = [];
     memos.set(metricPrefix, memo);
   }
   return memo;
@@ -228,35 +244,55 @@ function sameFlat(was: Attributes, size: number, now: Attributes): boolean {
   return n === size;
 }
 
-/** A point's series key: the memo's when the point at its position had the same identity. */
-function seriesKeyOf(
+/** The memo's entry at a point's position, when the point there had the same identity. */
+function remembered(
+  memo: IdentityMemo,
+  i: number,
+  attributes: Attributes,
+  cumulative: boolean,
+  start: bigint,
+): SeriesEntry | undefined {
+  const e = memo[i];
+  if (
+    e !== undefined &&
+    e.attributes !== undefined &&
+    e.cumulative === cumulative &&
+    (!cumulative || e.start === start) &&
+    sameFlat(e.attributes, e.size, attributes)
+  )
+    return e;
+  return undefined;
+}
+
+/** A new entry, remembered at its position (when within the memo's bound). */
+function remember(
   memo: IdentityMemo,
   i: number,
   metricPrefix: string,
   attributes: Attributes,
   cumulative: boolean,
   start: bigint,
-): string {
-  const was = memo.attributes[i];
-  if (
-    was !== undefined &&
-    memo.cumulative[i] === cumulative &&
-    (!cumulative || memo.starts[i] === start) &&
-    sameFlat(was, memo.sizes[i] as number, attributes)
-  )
-    return memo.keys[i] as string;
+  fields: { measure: Measure; model: string; provider: string | null; failed: boolean },
+): SeriesEntry {
   const series = metricPrefix + identityText(attributes);
   const key = cumulative ? digest(`${series}\n${start}`) : series;
-  if (i >= MEMO_POSITIONS) return key;
   const size = flatSize(attributes);
-  // only flat sets are compared (nested values are rare, and always built)
-  memo.attributes[i] = size >= 0 ? attributes : undefined;
-  memo.sizes[i] = size;
-  memo.cumulative[i] = cumulative;
-  memo.starts[i] = start;
-  memo.keys[i] = key;
-  return key;
+  const entry: SeriesEntry = {
+    // only flat sets are compared (nested values are rare, and always built)
+    attributes: size >= 0 ? attributes : undefined,
+    size,
+    cumulative,
+    start,
+    key,
+    stateKey: cumulative ? key.slice(0, STATE_KEY_LENGTH) : key,
+    ...fields,
+  };
+  if (i < MEMO_POSITIONS) memo[i] = entry;
+  return entry;
 }
+
+/** A cumulative series' key in its stored state: its digest's first 16 characters (96 bits). */
+export const STATE_KEY_LENGTH = 16;
 
 /**
  * A cumulative point's series key as Vigil wrote it before 2026-11-28 (state format 1, whose
@@ -391,45 +427,50 @@ export function mapMetrics(req: OtlpMetricsRequest, nowMs: number): MappedMetric
             problems.add(`${m.name}: a cumulative point needs start_time_unix_nano`);
             continue;
           }
-          let measure: Measure;
-          if (role.kind === "token-usage") {
-            const type = str(p.attributes["gen_ai.token.type"]);
-            const known = type ? TOKEN_TYPES[type] : undefined;
-            if (!known) {
-              const name = `${m.name} (gen_ai.token.type ${type ?? "unset"})`;
-              ignored.set(name, (ignored.get(name) ?? 0) + 1);
+          metricPrefix ??= `${instance}\n${resource}\n${scope}\n${m.name}\n`;
+          memo ??= identityMemo(metricPrefix);
+          let e = remembered(memo, position, p.attributes, cumulative, p.startTimeUnixNano);
+          if (!e) {
+            let measure: Measure;
+            if (role.kind === "token-usage") {
+              const type = str(p.attributes["gen_ai.token.type"]);
+              const known = type ? TOKEN_TYPES[type] : undefined;
+              if (!known) {
+                const name = `${m.name} (gen_ai.token.type ${type ?? "unset"})`;
+                ignored.set(name, (ignored.get(name) ?? 0) + 1);
+                continue;
+              }
+              measure = known;
+            } else measure = role.kind === "tokens" ? role.measure : "duration";
+            const model = modelOf(p.attributes);
+            const provider = providerOf(p.attributes);
+            // a remembered entry's resource (part of the prefix) was storable
+            if (resourceUnstorable || unstorable(model, provider)) {
+              problems.add(`${m.name}: ${UNSTORABLE_TEXT}`);
               continue;
             }
-            measure = known;
-          } else measure = role.kind === "tokens" ? role.measure : "duration";
-          const model = modelOf(p.attributes);
-          const provider = providerOf(p.attributes);
-          if (resourceUnstorable || unstorable(model, provider)) {
-            problems.add(`${m.name}: ${UNSTORABLE_TEXT}`);
-            continue;
+            const failed = measure === "duration" && str(p.attributes["error.type"]) !== null;
+            e = remember(memo, position, metricPrefix, p.attributes, cumulative, p.startTimeUnixNano, {
+              measure,
+              model,
+              provider,
+              failed,
+            });
           }
+          const measure = e.measure;
           if (measure === "duration" && value * scale > MAX_LATENCY_S * Math.max(count, 1)) {
             problems.add(`${m.name}: a duration must be at most ${MAX_LATENCY_S} s per operation`);
             continue;
           }
           if (measure !== "duration") tokenMetrics = true;
-          metricPrefix ??= `${instance}\n${resource}\n${scope}\n${m.name}\n`;
-          memo ??= identityMemo(metricPrefix);
-          const key = seriesKeyOf(
-            memo,
-            position,
-            metricPrefix,
-            p.attributes,
-            cumulative,
-            p.startTimeUnixNano,
-          );
           points.push({
             instance,
             version,
             // a cumulative series' key is stored with its state (short), with its start time: each
             // life of a counter (and each of two writers that share every attribute) is its own;
             // a delta point's only names it within this request
-            seriesKey: key,
+            seriesKey: e.key,
+            stateKey: e.stateKey,
             metricPrefix,
             source,
             attributes: p.attributes,
@@ -440,9 +481,9 @@ export function mapMetrics(req: OtlpMetricsRequest, nowMs: number): MappedMetric
             timeNs: p.timeUnixNano,
             value: value * scale,
             count,
-            model,
-            provider,
-            failed: measure === "duration" && str(p.attributes["error.type"]) !== null,
+            model: e.model,
+            provider: e.provider,
+            failed: e.failed,
           });
         }
       }
@@ -451,13 +492,19 @@ export function mapMetrics(req: OtlpMetricsRequest, nowMs: number): MappedMetric
   return { points, rejected: problems.rejected, problems: problems.list(), ignored, tokenMetrics };
 }
 
-/** The previous point of a cumulative series, as cumulative.ts keeps it. */
+/**
+ * The last point of a cumulative series, as cumulative.ts keeps it, with the point before it
+ * (`prevTimeNs` 0 when there is none: a point's time is never 0). Flat: one object per series.
+ */
 export interface SeriesState {
   startNs: bigint;
   timeNs: bigint;
   value: number;
   count: number;
-  prev: { startNs: bigint; timeNs: bigint; value: number; count: number } | null;
+  prevStartNs: bigint;
+  prevTimeNs: bigint;
+  prevValue: number;
+  prevCount: number;
 }
 
 /**
@@ -485,11 +532,10 @@ export function cumulativeIncrement(
   if (p.timeNs < s.timeNs) return null;
   if (p.timeNs === s.timeNs) {
     if (p.startNs !== s.startNs) return null; // a point of an earlier life of the series: already counted
-    const prev = s.prev;
-    if (!prev) return fresh();
-    if (prev.startNs !== s.startNs || s.value < prev.value || s.count < prev.count)
+    if (s.prevTimeNs === 0n) return fresh();
+    if (s.prevStartNs !== s.startNs || s.value < s.prevValue || s.count < s.prevCount)
       return { value: s.value, count: s.count, fromNs: s.startNs };
-    return { value: s.value - prev.value, count: s.count - prev.count, fromNs: prev.timeNs };
+    return { value: s.value - s.prevValue, count: s.count - s.prevCount, fromNs: s.prevTimeNs };
   }
   if (p.startNs !== s.startNs || p.value < s.value || p.count < s.count)
     return { value: p.value, count: p.count, fromNs: p.startNs };
@@ -576,8 +622,21 @@ const whole = (n: number) => Math.round(n);
  */
 export function groupIncrements(increments: readonly Increment[]): UsageGroup[] {
   const groups = new Map<string, UsageGroup>();
-  // the same point twice in one request (a Collector merging a retry with the original): once
-  const seen = new Set<string>();
+  // the same point twice in one request (a Collector merging a retry with the original): once.
+  // By series key (mostly the memo's strings, whose hashes V8 keeps), then start and time.
+  const seen = new Map<string, UsagePoint | UsagePoint[]>();
+  const firstTime = (p: UsagePoint) => {
+    const was = seen.get(p.seriesKey);
+    if (was === undefined) {
+      seen.set(p.seriesKey, p);
+      return true;
+    }
+    const list = Array.isArray(was) ? was : [was];
+    if (list.some((q) => q.startNs === p.startNs && q.timeNs === p.timeNs)) return false;
+    list.push(p);
+    if (!Array.isArray(was)) seen.set(p.seriesKey, list);
+    return true;
+  };
   // an instrumentation migrating between the conventions' generations may emit both (dual
   // emission): the same tokens and operations twice, from the same resource and scope. A
   // newer-name point makes the older-name ones of the same usage (instance, resource, scope,
@@ -588,32 +647,42 @@ export function groupIncrements(increments: readonly Increment[]): UsageGroup[] 
   for (const inc of increments) if (inc.point.newName) (newer ??= new Set()).add(dualKey(inc.point));
   // the points of a request mostly share their start and time: each turned into text once
   const text = new Map<bigint, string>();
+  let lastNs = -1n;
+  let lastText = "";
   const textOf = (ns: bigint) => {
+    if (ns === lastNs) return lastText;
     let t = text.get(ns);
     if (t === undefined) text.set(ns, (t = String(ns)));
+    lastNs = ns;
+    lastText = t;
     return t;
   };
-  const ms = new Map<bigint, number>();
-  const msOf = (ns: bigint) => {
-    let m = ms.get(ns);
-    if (m === undefined) ms.set(ns, (m = nsToMs(ns)));
-    return m;
-  };
+  let g: UsageGroup | undefined;
+  let groupTimeNs = -1n;
+  let lastFromNs = -1n;
+  let lastFromMs = 0;
   for (const inc of increments) {
     const p = inc.point;
+    if (!firstTime(p)) continue;
     const doubled = newer !== null && !p.newName && newer.has(dualKey(p));
+    // the group's id is made of these (ingest.ts): one per point, in the same form as ever
     const part = `${p.seriesKey}:${textOf(p.startNs)}:${textOf(p.timeNs)}`;
-    if (seen.has(part)) continue;
-    seen.add(part);
-    const timeMs = msOf(p.timeNs);
-    const key = `${p.instance}\n${timeMs}`;
-    let g = groups.get(key);
-    if (!g) {
-      g = newGroup("metrics", p.instance, p.version, timeMs);
-      groups.set(key, g);
+    if (g === undefined || g.instance !== p.instance || groupTimeNs !== p.timeNs) {
+      const timeMs = nsToMs(p.timeNs);
+      const key = `${p.instance}\n${timeMs}`;
+      g = groups.get(key);
+      if (!g) {
+        g = newGroup("metrics", p.instance, p.version, timeMs);
+        groups.set(key, g);
+      }
+      groupTimeNs = p.timeNs;
     }
     g.parts.push(part);
-    const fromMs = msOf(inc.fromNs);
+    if (inc.fromNs !== lastFromNs) {
+      lastFromNs = inc.fromNs;
+      lastFromMs = nsToMs(inc.fromNs);
+    }
+    const fromMs = lastFromMs;
     if (fromMs < g.fromMs) g.fromMs = fromMs;
     if (doubled) {
       // its usage is the newer names'; the older token histogram's count still says how many
