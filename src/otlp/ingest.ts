@@ -6,6 +6,7 @@ import { costUsd, priceBook } from "../ingest/pricing.js";
 import { type GatewayBeat, recordGatewayBeats } from "../ingest/record.js";
 import type { gatewayModelUsage, RowOf } from "../stores/series/tables.js";
 import { otlpPoints } from "../lib/metrics.js";
+import { sortTexts } from "../lib/sort-texts.js";
 import { reportGatewayHealth } from "../probes/heartbeats.js";
 import {
   digest,
@@ -91,7 +92,7 @@ async function beatOf(
 ): Promise<GatewayBeat> {
   const ts = new Date(g.timeMs);
   const prefix = g.signal === "metrics" ? "otm" : "ots";
-  const id = `${prefix}_${digest(`${connectionId}\n${g.instance}\n${g.timeMs}\n${g.parts.sort().join("\n")}`)}`;
+  const id = `${prefix}_${digest(`${connectionId}\n${g.instance}\n${g.timeMs}\n${sortTexts(g.parts).join("\n")}`)}`;
   const models: RowOf<typeof gatewayModelUsage>[] = [];
   const prices = priceBook(ctx);
   const providers = new Set<string>();
