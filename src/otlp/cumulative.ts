@@ -26,7 +26,16 @@ import { selectInstanceState, type StateSwap, swapInstanceStates } from "./repos
  * and a failed one's state is put back before the next is taken.
  */
 
-type Series = Map<string, SeriesState>;
+/**
+ * A series' state with the text of its value and count, and of its previous ones, as the stored
+ * form writes them: each export formats its new values once, and its previous ones are the last
+ * export's text.
+ */
+interface StoredSeries extends SeriesState {
+  text: string;
+  prevText: string;
+}
+type Series = Map<string, StoredSeries>;
 interface Entry {
   version: number | null;
   series: Series;
@@ -75,7 +84,7 @@ const LEGACY = "~";
 /** A series' key in the state: its digest's first characters (mapMetrics gives it as `stateKey`). */
 const stateKey = (seriesKey: string) => seriesKey.slice(0, STATE_KEY_LENGTH);
 
-const NO_PREV = { prevStartNs: 0n, prevTimeNs: 0n, prevValue: 0, prevCount: 0 } as const;
+const NO_PREV = { prevStartNs: 0n, prevTimeNs: 0n, prevValue: 0, prevCount: 0, prevText: "" } as const;
 
 function parse(text: string): Series {
   const out: Series = new Map();
@@ -88,9 +97,16 @@ function parse(text: string): Series {
         timeNs: BigInt(time),
         value,
         count,
+        text: `${value} ${count}`,
         ...(ps === null || pt === null
           ? NO_PREV
-          : { prevStartNs: BigInt(ps), prevTimeNs: BigInt(pt), prevValue: pv ?? 0, prevCount: pc ?? 0 }),
+          : {
+              prevStartNs: BigInt(ps),
+              prevTimeNs: BigInt(pt),
+              prevValue: pv ?? 0,
+              prevCount: pc ?? 0,
+              prevText: `${pv ?? 0} ${pc ?? 0}`,
+            }),
       });
     }
     return out;
@@ -112,10 +128,12 @@ function parse(text: string): Series {
       timeNs: time(f[2]),
       value: Number(f[3]),
       count: Number(f[4]),
+      text: `${Number(f[3])} ${Number(f[4])}`,
       prevStartNs: prev ? time(f[5]) : 0n,
       prevTimeNs: prev ? time(f[6]) : 0n,
       prevValue: prev ? Number(f[7]) : 0,
       prevCount: prev ? Number(f[8]) : 0,
+      prevText: prev ? `${Number(f[7])} ${Number(f[8])}` : "",
     });
   }
   return out;
@@ -124,26 +142,34 @@ function parse(text: string): Series {
 function serialize(series: Series): string {
   const index = new Map<bigint, number>();
   const times: bigint[] = [];
-  // the series of an instance mostly share their start and time: the last one looked up is kept
-  let lastTime = -1n;
-  let lastIndex = -1;
-  const at = (t: bigint) => {
-    if (t === lastTime) return lastIndex;
+  const add = (t: bigint) => {
     let i = index.get(t);
     if (i === undefined) {
       i = times.length;
       index.set(t, i);
       times.push(t);
     }
-    lastTime = t;
-    lastIndex = i;
     return i;
   };
+  // the series of an instance mostly share their starts and times: each column keeps its last
+  let start = -1n;
+  let startAt = -1;
+  let time = -1n;
+  let timeAt = -1;
+  let prevStart = -1n;
+  let prevStartAt = -1;
+  let prevTime = -1n;
+  let prevTimeAt = -1;
   let body = "";
   for (const [k, s] of series) {
-    body += `\n${k} ${at(s.startNs)} ${at(s.timeNs)} ${s.value} ${s.count}`;
-    if (s.prevTimeNs !== 0n)
-      body += ` ${at(s.prevStartNs)} ${at(s.prevTimeNs)} ${s.prevValue} ${s.prevCount}`;
+    if (s.startNs !== start) startAt = add((start = s.startNs));
+    if (s.timeNs !== time) timeAt = add((time = s.timeNs));
+    body += `\n${k} ${startAt} ${timeAt} ${s.text}`;
+    if (s.prevTimeNs !== 0n) {
+      if (s.prevStartNs !== prevStart) prevStartAt = add((prevStart = s.prevStartNs));
+      if (s.prevTimeNs !== prevTime) prevTimeAt = add((prevTime = s.prevTimeNs));
+      body += ` ${prevStartAt} ${prevTimeAt} ${s.prevText}`;
+    }
   }
   return `v2\n${times.join(",")}${body}`;
 }
@@ -152,10 +178,10 @@ function serialize(series: Series): string {
  * What `step` changed in a state, to put it back: keys and the states they held before
  * (undefined: the key was new), in the order of the changes.
  */
-type ChangeLog = (string | SeriesState | undefined)[];
+type ChangeLog = (string | StoredSeries | undefined)[];
 
 /** Sets (or with undefined deletes) a series' state, logging what it held. */
-function change(series: Series, log: ChangeLog, key: string, state: SeriesState | undefined) {
+function change(series: Series, log: ChangeLog, key: string, state: StoredSeries | undefined) {
   log.push(key, series.get(key));
   if (state === undefined) series.delete(key);
   else series.set(key, state);
@@ -165,7 +191,7 @@ function change(series: Series, log: ChangeLog, key: string, state: SeriesState 
 function revert(series: Series, log: ChangeLog) {
   for (let i = log.length - 2; i >= 0; i -= 2) {
     const key = log[i] as string;
-    const was = log[i + 1] as SeriesState | undefined;
+    const was = log[i + 1] as StoredSeries | undefined;
     if (was === undefined) series.delete(key);
     else series.set(key, was);
   }
@@ -230,10 +256,12 @@ function step(
       timeNs: p.timeNs,
       value: p.value,
       count: p.count,
+      text: `${p.value} ${p.count}`,
       prevStartNs: s ? s.startNs : 0n,
       prevTimeNs: s ? s.timeNs : 0n,
       prevValue: s ? s.value : 0,
       prevCount: s ? s.count : 0,
+      prevText: s ? s.text : "",
     });
   }
   if (log.length > 0) {
