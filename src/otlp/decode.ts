@@ -25,6 +25,7 @@ import {
   toAttributes,
   toBigInt,
   toHex,
+  TimeConverter,
   toNumber,
 } from "./values.js";
 import type {
@@ -282,6 +283,10 @@ function toMetric(m: PbMetric): OtlpMetric {
   return { ...base, type: "empty", dataPoints: [] };
 }
 
+// a point's start and time: the same bigint for the same value, export after export
+const starts = new TimeConverter();
+const times = new TimeConverter();
+
 // Every point's own fields are written out in each literal: spreading a shared base object
 // (`{ ...base(p), … }`) made the conversion 30 times slower (857 against 27 µs for 60 histogram
 // points), most of a metrics export's decoding.
@@ -293,8 +298,8 @@ function toNumberPoint(p: PbNumberDataPoint): NumberDataPoint {
   const unsafeInteger = p.value === "asInt" && !Number.isSafeInteger(value);
   return {
     attributes: toAttributes(p.attributes),
-    startTimeUnixNano: toBigInt(p.startTimeUnixNano),
-    timeUnixNano: toBigInt(p.timeUnixNano),
+    startTimeUnixNano: starts.toBigInt(p.startTimeUnixNano),
+    timeUnixNano: times.toBigInt(p.timeUnixNano),
     flags: p.flags,
     value,
     unsafeInteger,
@@ -316,8 +321,8 @@ function toHistogramPoint(p: PbHistogramDataPoint): HistogramDataPoint {
   const count = toNumber(p.count);
   return {
     attributes: toAttributes(p.attributes),
-    startTimeUnixNano: toBigInt(p.startTimeUnixNano),
-    timeUnixNano: toBigInt(p.timeUnixNano),
+    startTimeUnixNano: starts.toBigInt(p.startTimeUnixNano),
+    timeUnixNano: times.toBigInt(p.timeUnixNano),
     flags: p.flags,
     count,
     sum: p.sum ?? null,
@@ -340,8 +345,8 @@ function toExponentialHistogramPoint(p: PbExponentialHistogramDataPoint): Expone
   const negative = buckets(p.negative);
   return {
     attributes: toAttributes(p.attributes),
-    startTimeUnixNano: toBigInt(p.startTimeUnixNano),
-    timeUnixNano: toBigInt(p.timeUnixNano),
+    startTimeUnixNano: starts.toBigInt(p.startTimeUnixNano),
+    timeUnixNano: times.toBigInt(p.timeUnixNano),
     flags: p.flags,
     count,
     sum: p.sum ?? null,
@@ -360,8 +365,8 @@ function toSummaryPoint(p: PbSummaryDataPoint): SummaryDataPoint {
   const count = toNumber(p.count);
   return {
     attributes: toAttributes(p.attributes),
-    startTimeUnixNano: toBigInt(p.startTimeUnixNano),
-    timeUnixNano: toBigInt(p.timeUnixNano),
+    startTimeUnixNano: starts.toBigInt(p.startTimeUnixNano),
+    timeUnixNano: times.toBigInt(p.timeUnixNano),
     flags: p.flags,
     count,
     sum: p.sum,
