@@ -172,17 +172,52 @@ async function increments(
 /**
  * POST /v1/otlp/v1/metrics: the GenAI metrics of the export become one heartbeat per gateway
  * instance and export interval. Resolves after the series store committed them.
+ *
+ * Maps the request at once and lets go of it: the store's commit is waited for with only the
+ * rows and the counts held (the decoded request and its points are garbage by then; under load a
+ * hundred exports wait at any moment, and every scavenge copies what they hold).
  */
-export async function ingestOtlpMetrics(
+export function ingestOtlpMetrics(
   ctx: AppContext,
   p: IngestionKeyActor,
   req: OtlpMetricsRequest,
 ): Promise<OtlpOutcome> {
   const received = ctx.now();
   const mapped = mapMetrics(req, received.getTime());
-  const connectionId = p.connectionId;
+  let ignored = 0;
+  for (const n of mapped.ignored.values()) ignored += n;
+  const summary: MappedSummary = {
+    points: mapped.points.length,
+    rejected: mapped.rejected,
+    problems: mapped.problems,
+    ignored: mapped.ignored,
+    ignoredPoints: ignored,
+    tokenMetrics: mapped.tokenMetrics,
+  };
+  return storeMetrics(ctx, p.connectionId, received, summary, { points: mapped.points });
+}
+
+/** What is kept of a mapped request while its rows are stored. */
+interface MappedSummary {
+  points: number;
+  rejected: number;
+  problems: string[];
+  ignored: Map<string, number>;
+  ignoredPoints: number;
+  tokenMetrics: boolean;
+}
+
+async function storeMetrics(
+  ctx: AppContext,
+  connectionId: string,
+  received: Date,
+  mapped: MappedSummary,
+  handed: { points: UsagePoint[] | null },
+): Promise<OtlpOutcome> {
+  const points = handed.points ?? [];
+  handed.points = null; // held from here by this frame only, until the increments are taken
   if (mapped.tokenMetrics) await noteTokenMetrics(ctx, connectionId, received.getTime());
-  const { incs, undo, release, refused } = await increments(ctx, connectionId, mapped.points);
+  const { incs, undo, release, refused } = await increments(ctx, connectionId, points);
   let tooMany = 0;
   const seriesProblems: string[] = [];
   for (const [instance, n] of refused) {
@@ -192,10 +227,15 @@ export async function ingestOtlpMetrics(
     );
   }
   const beats = [];
-  let capped: ReturnType<typeof capModels>;
+  const capped = { rejected: 0, problems: [] as string[] };
   try {
-    capped = capModels(groupIncrements(incs), (g) => g.parts.length);
-    for (const g of capped.kept) beats.push(await beatOf(ctx, connectionId, g, received));
+    {
+      // the groups (and their parts) are garbage once their rows are made
+      const groups = capModels(groupIncrements(incs), (g) => g.parts.length);
+      capped.rejected = groups.rejected;
+      capped.problems = groups.problems;
+      for (const g of groups.kept) beats.push(await beatOf(ctx, connectionId, g, received));
+    }
     await recordGatewayBeats(ctx, beats);
   } catch (err) {
     // nothing of it was stored: the series' states go back, so a retry (or the next export)
@@ -205,11 +245,9 @@ export async function ingestOtlpMetrics(
   } finally {
     release();
   }
-  otlpPoints.inc({ signal: "metrics", outcome: "stored" }, mapped.points.length - capped.rejected - tooMany);
+  otlpPoints.inc({ signal: "metrics", outcome: "stored" }, mapped.points - capped.rejected - tooMany);
   otlpPoints.inc({ signal: "metrics", outcome: "rejected" }, mapped.rejected + capped.rejected + tooMany);
-  let ignored = 0;
-  for (const n of mapped.ignored.values()) ignored += n;
-  otlpPoints.inc({ signal: "metrics", outcome: "ignored" }, ignored);
+  otlpPoints.inc({ signal: "metrics", outcome: "ignored" }, mapped.ignoredPoints);
   return {
     rejected: mapped.rejected + capped.rejected + tooMany,
     message: describe(
