@@ -19,6 +19,7 @@ import {
   type ReadableSpan,
   SimpleSpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
+import protobuf from "protobufjs";
 import t, { type Test } from "tap";
 import { decodeMetricsRequest, decodeTracesRequest, OtlpDecodeError } from "../../src/otlp/decode.js";
 import { encodeMetricsResponse, encodeStatus, encodeTracesResponse, RpcCode } from "../../src/otlp/encode.js";
@@ -610,6 +611,42 @@ t.test("fields Vigil does not read (buckets, bounds, exemplars) are skipped on t
     "the point after the skipped exemplar",
   );
   t.equal(req.dataPointCount, 2);
+});
+
+t.test("a oneof given twice: the last member read wins, as protobuf says", async (t) => {
+  // an attribute's AnyValue is a oneof; a sender may write a field twice, or two of its members
+  const types = completeOtlpTypes().metricsRequest;
+  const anyValue = types.lookupType("opentelemetry.proto.common.v1.AnyValue");
+  const field = (w: protobuf.Writer, n: number) => w.uint32((n << 3) | 2);
+  /** A request whose one resource attribute `k` has these AnyValue encodings, one after another. */
+  const request = (...values: Record<string, unknown>[]) => {
+    const kv = field(protobuf.Writer.create(), 1).string("k");
+    for (const v of values) field(kv, 2).bytes(anyValue.encode(anyValue.fromObject(v)).finish());
+    const resource = field(protobuf.Writer.create(), 1).bytes(kv.finish()).finish();
+    const rm = field(protobuf.Writer.create(), 1).bytes(resource).finish();
+    return field(protobuf.Writer.create(), 1).bytes(rm).finish();
+  };
+  const attributeOf = (body: Uint8Array) =>
+    decodeMetricsRequest(body, "protobuf").resourceMetrics[0]?.resource.attributes.k;
+  t.equal(attributeOf(request({ stringValue: "first" }, { intValue: 5 })), 5, "string, then int");
+  t.equal(attributeOf(request({ intValue: 5 }, { stringValue: "second" })), "second", "int, then string");
+  t.equal(attributeOf(request({ boolValue: true }, { doubleValue: 2.5 }, { stringValue: "third" })), "third");
+  // a member set again after another: the other one must be gone (the setter deletes it)
+  t.equal(
+    attributeOf(request({ stringValue: "a" }, { intValue: 5 }, { stringValue: "b" })),
+    "b",
+    "string, int, string",
+  );
+  // both members in one AnyValue message: string (field 1), then int (field 3)
+  const both = protobuf.Writer.create();
+  field(both, 1).string("x");
+  both.uint32(3 << 3).int64(7);
+  const kv = field(protobuf.Writer.create(), 1).string("k");
+  field(kv, 2).bytes(both.finish());
+  const resource = field(protobuf.Writer.create(), 1).bytes(kv.finish()).finish();
+  const rm = field(protobuf.Writer.create(), 1).bytes(resource).finish();
+  t.equal(attributeOf(field(protobuf.Writer.create(), 1).bytes(rm).finish()), 7, "within one message");
+  t.equal(attributeOf(request({ stringValue: "only" })), "only", "one member");
 });
 
 t.test("malformed protobuf: OtlpDecodeError with protobufjs' reason", async (t) => {
