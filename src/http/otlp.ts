@@ -119,13 +119,23 @@ export async function registerOtlp(
     ) =>
       scope.post(path, { bodyLimit: OTLP_BODY_LIMIT, config, compress: false }, async (req, reply) => {
         const encoding = encodingOf(req);
-        const request = decode(bodyOf(req), encoding);
-        const actor = actorOf(req);
-        if (actor.type !== "ingestion_key")
-          throw new ApiError(403, "FORBIDDEN", "This endpoint only accepts a key with role usage-ingestion.");
-        const outcome = await ingest(ctx, actor, request);
+        // the decoded request is handed to the ingest, not held by this handler while it waits
+        const outcome = await begin(req, encoding, decode, ingest);
         return send(reply, 200, encode(outcome, encoding), encoding);
       });
+    /** Decodes the body, checks the key's role and starts the ingest. */
+    const begin = <R>(
+      req: FastifyRequest,
+      encoding: OtlpEncoding,
+      decode: (body: Buffer, encoding: OtlpEncoding) => R,
+      ingest: (ctx: AppContext, actor: IngestionKeyActor, request: R) => Promise<ExportOutcome>,
+    ): Promise<ExportOutcome> => {
+      const request = decode(bodyOf(req), encoding);
+      const actor = actorOf(req);
+      if (actor.type !== "ingestion_key")
+        throw new ApiError(403, "FORBIDDEN", "This endpoint only accepts a key with role usage-ingestion.");
+      return ingest(ctx, actor, request);
+    };
     endpoint("/v1/otlp/v1/metrics", decodeMetricsRequest, ingestOtlpMetrics, encodeMetricsResponse);
     endpoint("/v1/otlp/v1/traces", decodeTracesRequest, ingestOtlpTraces, encodeTracesResponse);
   });
