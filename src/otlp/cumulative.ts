@@ -249,7 +249,10 @@ function step(
     }
     const inc = cumulativeIncrement(p, s, !s && (starts?.has(p.startNs) ?? false));
     if (!inc) continue;
-    incs.push({ point: p, value: inc.value, count: inc.count, fromNs: inc.fromNs });
+    p.added = inc.value;
+    p.addedCount = inc.count;
+    p.fromNs = inc.fromNs;
+    incs.push(p);
     if (s && p.timeNs === s.timeNs) continue; // a resend of the latest point: the state stays
     change(series, log, key, {
       startNs: p.startNs,

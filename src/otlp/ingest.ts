@@ -160,7 +160,7 @@ async function increments(
   const cumulative: UsagePoint[] = [];
   for (const p of points) {
     if (p.cumulative) cumulative.push(p);
-    else out.push({ point: p, value: p.value, count: p.count, fromNs: p.startNs || p.timeNs });
+    else out.push(p); // a delta point adds what it carries
   }
   if (cumulative.length === 0)
     return { incs: out, undo: async () => {}, release: () => {}, refused: new Map() };

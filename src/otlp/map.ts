@@ -67,16 +67,19 @@ export interface UsagePoint {
   provider: string | null;
   /** The operation failed (`error.type` set on a duration point). */
   failed: boolean;
-}
-
-/** A point turned into what it adds. */
-export interface Increment {
-  point: UsagePoint;
-  value: number;
-  count: number;
+  /**
+   * What the point adds: a delta point's value and count as they are; a cumulative point's are
+   * set when it is taken against its series' state (cumulative.ts), which also says whether it
+   * adds anything at all.
+   */
+  added: number;
+  addedCount: number;
   /** Start of the interval the increment covers (ns). */
   fromNs: bigint;
 }
+
+/** A point once what it adds is known (`added`, `addedCount`, `fromNs`). */
+export type Increment = UsagePoint;
 
 /** What an export request gave: the points used, and what was left out and why. */
 export interface MappedMetrics {
@@ -473,7 +476,8 @@ export function mapMetrics(req: OtlpMetricsRequest, nowMs: number): MappedMetric
             stateKey: e.stateKey,
             metricPrefix,
             source,
-            attributes: p.attributes,
+            // the remembered set when equal: the decoded one is then garbage at once
+            attributes: e.attributes ?? p.attributes,
             measure,
             newName: role.kind === "tokens" || m.name === "gen_ai.client.inference.duration",
             cumulative,
@@ -484,6 +488,9 @@ export function mapMetrics(req: OtlpMetricsRequest, nowMs: number): MappedMetric
             model: e.model,
             provider: e.provider,
             failed: e.failed,
+            added: value * scale,
+            addedCount: count,
+            fromNs: cumulative ? 0n : p.startTimeUnixNano || p.timeUnixNano,
           });
         }
       }
@@ -549,7 +556,8 @@ export interface ModelUsage {
   output: number;
   cacheRead: number;
   cacheWrite: number;
-  providers: Set<string>;
+  /** Its providers (distinct; mostly one). */
+  providers: string[];
 }
 
 /**
@@ -607,7 +615,7 @@ function newGroup(
 function modelIn(g: UsageGroup, model: string): ModelUsage {
   let m = g.models.get(model);
   if (!m) {
-    m = { model, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, providers: new Set() };
+    m = { model, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, providers: [] };
     g.models.set(model, m);
   }
   return m;
@@ -644,7 +652,7 @@ export function groupIncrements(increments: readonly Increment[]): UsageGroup[] 
   const dualKey = (p: UsagePoint) =>
     `${p.instance}\n${p.source}\n${p.timeNs}\n${p.model}\n${p.provider}\n${p.measure}\n${p.failed}`;
   let newer: Set<string> | null = null;
-  for (const inc of increments) if (inc.point.newName) (newer ??= new Set()).add(dualKey(inc.point));
+  for (const p of increments) if (p.newName) (newer ??= new Set()).add(dualKey(p));
   // the points of a request mostly share their start and time: each turned into text once
   const text = new Map<bigint, string>();
   let lastNs = -1n;
@@ -661,8 +669,7 @@ export function groupIncrements(increments: readonly Increment[]): UsageGroup[] 
   let groupTimeNs = -1n;
   let lastFromNs = -1n;
   let lastFromMs = 0;
-  for (const inc of increments) {
-    const p = inc.point;
+  for (const p of increments) {
     if (!firstTime(p)) continue;
     const doubled = newer !== null && !p.newName && newer.has(dualKey(p));
     // the group's id is made of these (ingest.ts): one per point, in the same form as ever
@@ -678,42 +685,42 @@ export function groupIncrements(increments: readonly Increment[]): UsageGroup[] 
       groupTimeNs = p.timeNs;
     }
     g.parts.push(part);
-    if (inc.fromNs !== lastFromNs) {
-      lastFromNs = inc.fromNs;
-      lastFromMs = nsToMs(inc.fromNs);
+    if (p.fromNs !== lastFromNs) {
+      lastFromNs = p.fromNs;
+      lastFromMs = nsToMs(p.fromNs);
     }
     const fromMs = lastFromMs;
     if (fromMs < g.fromMs) g.fromMs = fromMs;
     if (doubled) {
       // its usage is the newer names'; the older token histogram's count still says how many
       // operations there were (the newer counters do not)
-      if (p.measure === "input") g.tokenRequests += inc.count;
+      if (p.measure === "input") g.tokenRequests += p.addedCount;
       continue;
     }
     const m = modelIn(g, p.model);
-    if (p.provider) m.providers.add(p.provider);
+    if (p.provider && !m.providers.includes(p.provider)) m.providers.push(p.provider);
     switch (p.measure) {
       case "input":
-        m.input += whole(inc.value);
-        g.input += whole(inc.value);
-        g.tokenRequests += inc.count;
+        m.input += whole(p.added);
+        g.input += whole(p.added);
+        g.tokenRequests += p.addedCount;
         break;
       case "output":
-        m.output += whole(inc.value);
-        g.output += whole(inc.value);
+        m.output += whole(p.added);
+        g.output += whole(p.added);
         break;
       case "cache_read":
-        m.cacheRead += whole(inc.value);
-        g.cacheRead += whole(inc.value);
+        m.cacheRead += whole(p.added);
+        g.cacheRead += whole(p.added);
         break;
       case "cache_write":
-        m.cacheWrite += whole(inc.value);
-        g.cacheWrite += whole(inc.value);
+        m.cacheWrite += whole(p.added);
+        g.cacheWrite += whole(p.added);
         break;
       case "duration":
-        g.durationSeconds += inc.value;
-        g.durationCount += inc.count;
-        if (p.failed) g.errors += inc.count;
+        g.durationSeconds += p.added;
+        g.durationCount += p.addedCount;
+        if (p.failed) g.errors += p.addedCount;
         break;
     }
   }
@@ -833,7 +840,7 @@ export function mapSpans(req: OtlpTracesRequest, nowMs: number): MappedSpans {
         g.parts.push(part);
         const m = modelIn(g, modelOf(a));
         const provider = providerOf(a);
-        if (provider) m.providers.add(provider);
+        if (provider && !m.providers.includes(provider)) m.providers.push(provider);
         m.input += tokens.input ?? 0;
         m.output += tokens.output ?? 0;
         m.cacheRead += tokens.cache_read ?? 0;
