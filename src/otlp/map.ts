@@ -36,37 +36,29 @@ const MAX_LATENCY_S = LIMITS.latencyMs / 1000;
 /** What a used point adds to. */
 export type Measure = "input" | "output" | "cache_read" | "cache_write" | "duration";
 
-/** One data point Vigil uses, before a cumulative one is turned into an increment. */
-export interface UsagePoint {
+/** What the points of one metric of one resource and scope share. */
+export interface MetricOrigin {
   instance: string;
   version: string | null;
-  /** Identity of the series: instance, metric and the point's attributes (a digest when cumulative). */
-  seriesKey: string;
-  /** A cumulative series' key in its stored state (cumulative.ts); the series key when delta. */
-  stateKey: string;
-  /** Instance, resource, scope and metric of the series (the key's first part). */
+  /** Instance, resource, scope and metric of the series (a series key's first part). */
   metricPrefix: string;
   /** The resource's digest and the scope: which instrumentation sent the point. */
   source: string;
-  /** The point's attributes (for legacySeriesKey). */
-  attributes: Attributes;
-  measure: Measure;
   /**
    * From a metric of the newer names (`gen_ai.client.inference.*`): where one instrumentation
    * emits both generations for the same operations, these count and the older ones do not.
    */
   newName: boolean;
   cumulative: boolean;
-  startNs: bigint;
-  timeNs: bigint;
-  /** Tokens, or for duration seconds. */
-  value: number;
-  /** Operations the value covers (a histogram's count; 0 for a counter). */
-  count: number;
-  model: string;
-  provider: string | null;
-  /** The operation failed (`error.type` set on a duration point). */
-  failed: boolean;
+}
+
+/**
+ * One data point Vigil uses, before a cumulative one is turned into an increment. What it shares
+ * with other points (its metric's origin, its series' entry in the memo) is referred to, not
+ * copied: an export's points live until their increments are taken, and small ones cost the
+ * scavenger less.
+ */
+export class UsagePoint {
   /**
    * What the point adds: a delta point's value and count as they are; a cumulative point's are
    * set when it is taken against its series' state (cumulative.ts), which also says whether it
@@ -76,6 +68,67 @@ export interface UsagePoint {
   addedCount: number;
   /** Start of the interval the increment covers (ns). */
   fromNs: bigint;
+
+  constructor(
+    readonly origin: MetricOrigin,
+    readonly series: SeriesEntry,
+    /** The point's attributes when they are not the entry's (not flat: never remembered). */
+    private readonly own: Attributes | undefined,
+    readonly startNs: bigint,
+    readonly timeNs: bigint,
+    /** Tokens, or for duration seconds. */
+    readonly value: number,
+    /** Operations the value covers (a histogram's count; 0 for a counter). */
+    readonly count: number,
+  ) {
+    this.added = value;
+    this.addedCount = count;
+    this.fromNs = origin.cumulative ? 0n : startNs || timeNs;
+  }
+
+  get instance(): string {
+    return this.origin.instance;
+  }
+  get version(): string | null {
+    return this.origin.version;
+  }
+  get metricPrefix(): string {
+    return this.origin.metricPrefix;
+  }
+  get source(): string {
+    return this.origin.source;
+  }
+  get newName(): boolean {
+    return this.origin.newName;
+  }
+  get cumulative(): boolean {
+    return this.origin.cumulative;
+  }
+  /** Identity of the series: instance, metric and the point's attributes (a digest when cumulative). */
+  get seriesKey(): string {
+    return this.series.key;
+  }
+  /** A cumulative series' key in its stored state (cumulative.ts); the series key when delta. */
+  get stateKey(): string {
+    return this.series.stateKey;
+  }
+  /** The point's attributes (for legacySeriesKey): the remembered set when equal. */
+  get attributes(): Attributes {
+    return this.own ?? (this.series.attributes as Attributes);
+  }
+  get measure(): Measure {
+    return this.series.measure;
+  }
+  get model(): string {
+    return this.series.model;
+  }
+  get provider(): string | null {
+    return this.series.provider;
+  }
+  /** The operation failed (`error.type` set on a duration point). */
+  get failed(): boolean {
+    return this.series.failed;
+  }
 }
 
 /** A point once what it adds is known (`added`, `addedCount`, `fromNs`). */
@@ -387,6 +440,7 @@ export function mapMetrics(req: OtlpMetricsRequest, nowMs: number): MappedMetric
         const scale = role.kind === "duration" && m.unit === "ms" ? 0.001 : 1;
         let metricPrefix: string | undefined;
         let memo: IdentityMemo | undefined;
+        let origin: MetricOrigin | undefined;
         let position = -1;
         for (const p of m.dataPoints as (NumberDataPoint | HistogramDataPoint)[]) {
           position++;
@@ -466,32 +520,29 @@ export function mapMetrics(req: OtlpMetricsRequest, nowMs: number): MappedMetric
             continue;
           }
           if (measure !== "duration") tokenMetrics = true;
-          points.push({
+          origin ??= {
             instance,
             version,
-            // a cumulative series' key is stored with its state (short), with its start time: each
-            // life of a counter (and each of two writers that share every attribute) is its own;
-            // a delta point's only names it within this request
-            seriesKey: e.key,
-            stateKey: e.stateKey,
             metricPrefix,
             source,
-            // the remembered set when equal: the decoded one is then garbage at once
-            attributes: e.attributes ?? p.attributes,
-            measure,
             newName: role.kind === "tokens" || m.name === "gen_ai.client.inference.duration",
             cumulative,
-            startNs: p.startTimeUnixNano,
-            timeNs: p.timeUnixNano,
-            value: value * scale,
-            count,
-            model: e.model,
-            provider: e.provider,
-            failed: e.failed,
-            added: value * scale,
-            addedCount: count,
-            fromNs: cumulative ? 0n : p.startTimeUnixNano || p.timeUnixNano,
-          });
+          };
+          // a cumulative series' key is stored with its state (short), with its start time: each
+          // life of a counter (and each of two writers that share every attribute) is its own;
+          // a delta point's only names it within this request. The remembered attributes stand
+          // for the decoded ones when equal: those are then garbage at once.
+          points.push(
+            new UsagePoint(
+              origin,
+              e,
+              e.attributes === undefined ? p.attributes : undefined,
+              p.startTimeUnixNano,
+              p.timeUnixNano,
+              value * scale,
+              count,
+            ),
+          );
         }
       }
     }
