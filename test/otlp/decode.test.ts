@@ -23,7 +23,9 @@ import protobuf from "protobufjs";
 import t, { type Test } from "tap";
 import { decodeMetricsRequest, decodeTracesRequest, OtlpDecodeError } from "../../src/otlp/decode.js";
 import { encodeMetricsResponse, encodeStatus, encodeTracesResponse, RpcCode } from "../../src/otlp/encode.js";
+import { mapMetrics } from "../../src/otlp/map.js";
 import { completeOtlpTypes, otlpTypes } from "../../src/otlp/schema.js";
+import { encodeRequest, metricsRequest, sumMetric } from "../helpers/otlp-bodies.js";
 import type {
   HistogramDataPoint,
   NumberDataPoint,
@@ -647,6 +649,43 @@ t.test("a oneof given twice: the last member read wins, as protobuf says", async
   const rm = field(protobuf.Writer.create(), 1).bytes(resource).finish();
   t.equal(attributeOf(field(protobuf.Writer.create(), 1).bytes(rm).finish()), 7, "within one message");
   t.equal(attributeOf(request({ stringValue: "only" })), "only", "one member");
+});
+
+t.test("attribute keys named like Object's own properties stay attributes", async (t) => {
+  // attributes are plain objects (values.ts): `__proto__` must never become their prototype
+  const now = Date.now();
+  // JSON.parse makes `__proto__` an own key, as a sender's attribute list does
+  const attributes = (proto: string) =>
+    JSON.parse(
+      `{"gen_ai.request.model":"gpt-4o","__proto__":${JSON.stringify(proto)},"constructor":"c","toString":"s"}`,
+    ) as Record<string, string>;
+  const body = (proto: string) =>
+    metricsRequest([
+      {
+        resource: { "service.instance.id": "gw-proto" },
+        metrics: [
+          sumMetric("gen_ai.client.inference.usage.input_tokens", "cumulative", [
+            { start: now - 60_000, time: now - 1000, asInt: 5, attributes: attributes(proto) },
+          ]),
+        ],
+      },
+    ]);
+  for (const encoding of ["protobuf", "json"] as const) {
+    const req = decodeMetricsRequest(encodeRequest("metrics", body("a"), encoding), encoding);
+    const a = req.resourceMetrics[0]?.scopeMetrics[0]?.metrics[0]?.dataPoints[0]?.attributes ?? {};
+    t.equal(Object.getPrototypeOf(a), Object.prototype, `${encoding}: the prototype is Object's`);
+    t.ok(Object.hasOwn(a, "__proto__"), `${encoding}: __proto__ is an own attribute`);
+    t.equal(a.__proto__ as unknown, "a", `${encoding}: with its value`);
+    t.same(Object.keys(a).sort(), ["__proto__", "constructor", "gen_ai.request.model", "toString"]);
+    t.equal(({} as Record<string, unknown>).a, undefined, "nothing leaked onto Object.prototype");
+    // the attribute is part of the series' identity: another value is another series
+    const key = (proto: string) => {
+      const r = decodeMetricsRequest(encodeRequest("metrics", body(proto), encoding), encoding);
+      return mapMetrics(r, now).points[0]?.seriesKey;
+    };
+    t.not(key("a"), key("b"), `${encoding}: __proto__'s value names the series`);
+    t.equal(key("a"), key("a"));
+  }
 });
 
 t.test("malformed protobuf: OtlpDecodeError with protobufjs' reason", async (t) => {
