@@ -184,14 +184,11 @@ export function ingestOtlpMetrics(
 ): Promise<OtlpOutcome> {
   const received = ctx.now();
   const mapped = mapMetrics(req, received.getTime());
-  let ignored = 0;
-  for (const n of mapped.ignored.values()) ignored += n;
   const summary: MappedSummary = {
     points: mapped.points.length,
     rejected: mapped.rejected,
     problems: mapped.problems,
     ignored: mapped.ignored,
-    ignoredPoints: ignored,
     tokenMetrics: mapped.tokenMetrics,
   };
   return storeMetrics(ctx, p.connectionId, received, summary, { points: mapped.points });
@@ -203,7 +200,6 @@ interface MappedSummary {
   rejected: number;
   problems: string[];
   ignored: Map<string, number>;
-  ignoredPoints: number;
   tokenMetrics: boolean;
 }
 
@@ -247,7 +243,9 @@ async function storeMetrics(
   }
   otlpPoints.inc({ signal: "metrics", outcome: "stored" }, mapped.points - capped.rejected - tooMany);
   otlpPoints.inc({ signal: "metrics", outcome: "rejected" }, mapped.rejected + capped.rejected + tooMany);
-  otlpPoints.inc({ signal: "metrics", outcome: "ignored" }, mapped.ignoredPoints);
+  let ignored = 0;
+  for (const n of mapped.ignored.values()) ignored += n;
+  otlpPoints.inc({ signal: "metrics", outcome: "ignored" }, ignored);
   return {
     rejected: mapped.rejected + capped.rejected + tooMany,
     message: describe(
