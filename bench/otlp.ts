@@ -442,6 +442,21 @@ export async function run(config: Config, args: string[]): Promise<void> {
 
     // ---- report --------------------------------------------------------------------------------
     await stopChild();
+    // what every export's state rewrite did to its table (the statistics are flushed by the time
+    // Vigil's connections closed)
+    const table = await db.query<{ upd: string; hot: string; bytes: string; rows: string }>(
+      `SELECT n_tup_upd AS upd, n_tup_hot_upd AS hot, n_live_tup AS rows,
+              pg_total_relation_size('otlp_series') AS bytes
+         FROM pg_stat_user_tables WHERE relname = 'otlp_series'`,
+    );
+    const stateTable = table.rows[0]
+      ? {
+          updates: Number(table.rows[0].upd),
+          hot: Number(table.rows[0].hot),
+          rows: Number(table.rows[0].rows),
+          bytes: Number(table.rows[0].bytes),
+        }
+      : undefined;
     const vigilLog = fs.readFileSync(logFile, "utf8");
     const logErrors = vigilLog.split("\n").filter((l) => /"level":(50|60)|Error/.test(l));
     report(o, {
@@ -461,6 +476,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
       hbMid: median(hbRuns),
       checks,
       qdbPid,
+      stateTable,
     });
     if (logErrors.length > 0) {
       console.log(`\nVigil's log has ${logErrors.length} error lines (${logFile}); the first:`);
@@ -654,6 +670,7 @@ function report(
     hbMid: Measured;
     checks: Check[];
     qdbPid: number | undefined;
+    stateTable: { updates: number; hot: number; rows: number; bytes: number } | undefined;
   },
 ): void {
   const P = r.pointsPerExport;
@@ -847,6 +864,13 @@ function report(
       `${r.steadyOtlp.p99 < 50 ? "meets" : "MISSES"} target < 50 ms ` +
       `(at saturation, ${o.connections} senders: ${fmt(r.otlp.p99, 1)} ms; minimal pipeline ${fmt(r.mp.p99, 1)} ms)`,
   );
+  if (r.stateTable) {
+    const st = r.stateTable;
+    console.log(
+      `PostgreSQL otlp_series (the cumulative states): ${fmt(st.updates)} updates, ${fmt((100 * st.hot) / Math.max(1, st.updates), 1)} % of them HOT (on their own page, no index entry); ` +
+        `${fmt(st.rows)} rows in ${fmt(st.bytes / 1024)} KiB with index and TOAST`,
+    );
+  }
   const failed = r.checks.filter((c) => !c.ok);
   console.log(
     `stored tokens equal those sent: ${failed.length === 0 ? "yes" : `NO (${failed.map((c) => c.label).join("; ")})`}`,
