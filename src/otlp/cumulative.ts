@@ -27,13 +27,12 @@ import { selectInstanceState, type StateSwap, swapInstanceStates } from "./repos
  */
 
 /**
- * A series' state with the text of its value and count, and of its previous ones, as the stored
- * form writes them: each export formats its new values once, and its previous ones are the last
- * export's text.
+ * A series' state with the text of its value and count, and of its increment, as the stored form
+ * writes them: each export formats its new values once.
  */
 interface StoredSeries extends SeriesState {
   text: string;
-  prevText: string;
+  incText: string;
 }
 type Series = Map<string, StoredSeries>;
 interface Entry {
@@ -44,7 +43,7 @@ interface Entry {
 
 /**
  * The most series Vigil follows per gateway instance (each export rewrites the instance's whole
- * state: about 60 bytes a series). 500 models with every token type and a duration are 3,000;
+ * state: about 40 bytes a series). 500 models with every token type and a duration are 3,000;
  * a restart doubles them until the earlier life's leave. At the cap, series not moved for a day
  * make room; when none is that old, points of further new series are refused.
  */
@@ -64,27 +63,47 @@ const ATTEMPTS = 4;
 type StoredV1 = [string, string, number, number, string | null, string | null, number | null, number | null];
 
 /**
- * The stored form of an instance's series (otlp_series.state). Format 2, written since
- * 2026-11-28, is text without quotes or "|" (several are sent joined by "|" in one text:
- * repository.ts), about half the JSON's size, so most instances' rows stay within PostgreSQL's
- * page (migration 031):
+ * The stored form of an instance's series (otlp_series.state). Format 3, written since
+ * 2026-11-29, is text without quotes or "|" (several are sent joined by "|" in one text:
+ * repository.ts), small enough that most instances' rows stay within half of PostgreSQL's page
+ * (migrations 031 and 032):
  *
- *     v2
+ *     v3
  *     <time ns>,<time ns>,…                    distinct starts and times, referred to by index
- *     <key> <start> <time> <value> <count> [<prev start> <prev time> <prev value> <prev count>]
+ *     <key> <start> <time> <value> <count> <from> <added value> <added count>
  *     …
  *
- * A key is the series digest's first 16 characters (96 bits: unique among one instance's series).
- * Format 1 (a JSON object of key -> [start, time, value, count, prev…]) is still read. Its keys
- * were digests of another identity text (map.ts, legacySeriesKey): they are kept marked with `~`
- * and taken over by a series the first time its point misses under its own key, so a series an
- * exporter sends only now and then is never taken for a new one after an upgrade.
+ * A key is the series digest's first STATE_KEY_LENGTH characters; `from` and the added value
+ * and count are the increment the point gave (what a resend of it gives again).
+ *
+ * Still read: format 2 (2026-11-28; 16-character keys, cut to 12, and the point before instead of
+ * the increment: its increment is worked out from it as it was then) and format 1 (a JSON object
+ * of key -> [start, time, value, count, prev…]). Format 1's keys were digests of another identity
+ * text (map.ts, legacySeriesKey): they are kept marked with `~` and taken over by a series the
+ * first time its point misses under its own key, so a series an exporter sends only now and then
+ * is never taken for a new one after an upgrade.
  */
 const LEGACY = "~";
 /** A series' key in the state: its digest's first characters (mapMetrics gives it as `stateKey`). */
 const stateKey = (seriesKey: string) => seriesKey.slice(0, STATE_KEY_LENGTH);
 
-const NO_PREV = { prevStartNs: 0n, prevTimeNs: 0n, prevValue: 0, prevCount: 0, prevText: "" } as const;
+/** A series of formats 1 and 2: its increment from the point before, as those formats worked it out. */
+function fromPrevious(
+  startNs: bigint,
+  timeNs: bigint,
+  value: number,
+  count: number,
+  prev: { startNs: bigint; timeNs: bigint; value: number; count: number } | null,
+): StoredSeries {
+  const s = { startNs, timeNs, value, count, text: `${value} ${count}` };
+  // no point before: the increment was decided from the series' start (cumulativeIncrement, fresh)
+  if (prev === null) return { ...s, fromNs: 0n, incValue: 0, incCount: 0, incText: "" };
+  const reset = prev.startNs !== startNs || value < prev.value || count < prev.count;
+  const inc = reset
+    ? { fromNs: startNs, incValue: value, incCount: count }
+    : { fromNs: prev.timeNs, incValue: value - prev.value, incCount: count - prev.count };
+  return { ...s, ...inc, incText: `${inc.incValue} ${inc.incCount}` };
+}
 
 function parse(text: string): Series {
   const out: Series = new Map();
@@ -92,27 +111,19 @@ function parse(text: string): Series {
     const raw = JSON.parse(text) as Record<string, StoredV1>;
     for (const [k, v] of Object.entries(raw)) {
       const [start, time, value, count, ps, pt, pv, pc] = v;
-      out.set(LEGACY + stateKey(k), {
-        startNs: BigInt(start),
-        timeNs: BigInt(time),
-        value,
-        count,
-        text: `${value} ${count}`,
-        ...(ps === null || pt === null
-          ? NO_PREV
-          : {
-              prevStartNs: BigInt(ps),
-              prevTimeNs: BigInt(pt),
-              prevValue: pv ?? 0,
-              prevCount: pc ?? 0,
-              prevText: `${pv ?? 0} ${pc ?? 0}`,
-            }),
-      });
+      const startNs = BigInt(start);
+      const prev =
+        ps === null || pt === null
+          ? null
+          : { startNs: BigInt(ps), timeNs: BigInt(pt), value: pv ?? 0, count: pc ?? 0 };
+      out.set(LEGACY + stateKey(k), fromPrevious(startNs, BigInt(time), value, count, prev));
     }
     return out;
   }
   const lines = text.split("\n");
-  if (lines[0] !== "v2") throw new Error(`otlp_series.state: unknown format ${JSON.stringify(lines[0])}`);
+  const format = lines[0];
+  if (format !== "v3" && format !== "v2")
+    throw new Error(`otlp_series.state: unknown format ${JSON.stringify(format)}`);
   const times = (lines[1] ?? "").split(",").map((t) => BigInt(t || "0"));
   const time = (i: string | undefined) => {
     const t = times[Number(i)];
@@ -122,18 +133,37 @@ function parse(text: string): Series {
   for (let i = 2; i < lines.length; i++) {
     const f = (lines[i] as string).split(" ");
     if (f.length < 5) continue;
-    const prev = f.length >= 9;
-    out.set(f[0] as string, {
+    const stored = f[0] as string;
+    // format 2's keys (of 16 characters) are cut; a key marked `~` keeps its mark
+    const key =
+      format === "v3"
+        ? stored
+        : stored.startsWith(LEGACY)
+          ? LEGACY + stateKey(stored.slice(1))
+          : stateKey(stored);
+    const value = Number(f[3]);
+    const count = Number(f[4]);
+    if (format === "v2") {
+      const prev =
+        f.length >= 9
+          ? { startNs: time(f[5]), timeNs: time(f[6]), value: Number(f[7]), count: Number(f[8]) }
+          : null;
+      out.set(key, fromPrevious(time(f[1]), time(f[2]), value, count, prev));
+      continue;
+    }
+    const known = f.length >= 8;
+    const incValue = known ? Number(f[6]) : 0;
+    const incCount = known ? Number(f[7]) : 0;
+    out.set(key, {
       startNs: time(f[1]),
       timeNs: time(f[2]),
-      value: Number(f[3]),
-      count: Number(f[4]),
-      text: `${Number(f[3])} ${Number(f[4])}`,
-      prevStartNs: prev ? time(f[5]) : 0n,
-      prevTimeNs: prev ? time(f[6]) : 0n,
-      prevValue: prev ? Number(f[7]) : 0,
-      prevCount: prev ? Number(f[8]) : 0,
-      prevText: prev ? `${Number(f[7])} ${Number(f[8])}` : "",
+      value,
+      count,
+      text: `${value} ${count}`,
+      fromNs: known ? time(f[5]) : 0n,
+      incValue,
+      incCount,
+      incText: known ? `${incValue} ${incCount}` : "",
     });
   }
   return out;
@@ -156,22 +186,19 @@ function serialize(series: Series): string {
   let startAt = -1;
   let time = -1n;
   let timeAt = -1;
-  let prevStart = -1n;
-  let prevStartAt = -1;
-  let prevTime = -1n;
-  let prevTimeAt = -1;
+  let from = -1n;
+  let fromAt = -1;
   let body = "";
   for (const [k, s] of series) {
     if (s.startNs !== start) startAt = add((start = s.startNs));
     if (s.timeNs !== time) timeAt = add((time = s.timeNs));
     body += `\n${k} ${startAt} ${timeAt} ${s.text}`;
-    if (s.prevTimeNs !== 0n) {
-      if (s.prevStartNs !== prevStart) prevStartAt = add((prevStart = s.prevStartNs));
-      if (s.prevTimeNs !== prevTime) prevTimeAt = add((prevTime = s.prevTimeNs));
-      body += ` ${prevStartAt} ${prevTimeAt} ${s.prevText}`;
+    if (s.fromNs !== 0n) {
+      if (s.fromNs !== from) fromAt = add((from = s.fromNs));
+      body += ` ${fromAt} ${s.incText}`;
     }
   }
-  return `v2\n${times.join(",")}${body}`;
+  return `v3\n${times.join(",")}${body}`;
 }
 
 /**
@@ -260,11 +287,10 @@ function step(
       value: p.value,
       count: p.count,
       text: `${p.value} ${p.count}`,
-      prevStartNs: s ? s.startNs : 0n,
-      prevTimeNs: s ? s.timeNs : 0n,
-      prevValue: s ? s.value : 0,
-      prevCount: s ? s.count : 0,
-      prevText: s ? s.text : "",
+      fromNs: inc.fromNs,
+      incValue: inc.value,
+      incCount: inc.count,
+      incText: `${inc.value} ${inc.count}`,
     });
   }
   if (log.length > 0) {

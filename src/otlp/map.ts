@@ -347,8 +347,12 @@ function remember(
   return entry;
 }
 
-/** A cumulative series' key in its stored state: its digest's first 16 characters (96 bits). */
-export const STATE_KEY_LENGTH = 16;
+/**
+ * A cumulative series' key in its stored state: its digest's first 12 characters (72 bits; of an
+ * instance's at most 5,000 series, two share a key with a chance of about 1 in 4 × 10^14).
+ * States stored before 2026-11-29 kept 16: read, they are cut to 12 (cumulative.ts).
+ */
+export const STATE_KEY_LENGTH = 12;
 
 /**
  * A cumulative point's series key as Vigil wrote it before 2026-11-28 (state format 1, whose
@@ -551,18 +555,19 @@ export function mapMetrics(req: OtlpMetricsRequest, nowMs: number): MappedMetric
 }
 
 /**
- * The last point of a cumulative series, as cumulative.ts keeps it, with the point before it
- * (`prevTimeNs` 0 when there is none: a point's time is never 0). Flat: one object per series.
+ * The last point of a cumulative series, as cumulative.ts keeps it, with the increment it gave
+ * (`fromNs` 0 when that is not known: a state stored before 2026-11-29 whose series had one point;
+ * a point's time is never 0). Flat: one object per series.
  */
 export interface SeriesState {
   startNs: bigint;
   timeNs: bigint;
   value: number;
   count: number;
-  prevStartNs: bigint;
-  prevTimeNs: bigint;
-  prevValue: number;
-  prevCount: number;
+  /** What the point added, and from when (a baseline: 0 from its own time). */
+  fromNs: bigint;
+  incValue: number;
+  incCount: number;
 }
 
 /**
@@ -573,7 +578,8 @@ export interface SeriesState {
  *   exporter pointed at Vigil from its start), or when Vigil already follows another series of
  *   the instance with the same start time (`knownStart`: a model first used long after the
  *   exporter started); an older counter is a baseline (0) and counts from its next point on.
- * - The state's own point again (a resend): the increment it gave the first time, from `prev`.
+ * - The state's own point again (a resend): the increment it gave the first time, as the state
+ *   keeps it (so a resend gives the same rows, stored once, however that increment was decided).
  * - Another start time or a smaller value: the counter restarted; the point counts in full.
  * - Otherwise the difference.
  */
@@ -590,10 +596,9 @@ export function cumulativeIncrement(
   if (p.timeNs < s.timeNs) return null;
   if (p.timeNs === s.timeNs) {
     if (p.startNs !== s.startNs) return null; // a point of an earlier life of the series: already counted
-    if (s.prevTimeNs === 0n) return fresh();
-    if (s.prevStartNs !== s.startNs || s.value < s.prevValue || s.count < s.prevCount)
-      return { value: s.value, count: s.count, fromNs: s.startNs };
-    return { value: s.value - s.prevValue, count: s.count - s.prevCount, fromNs: s.prevTimeNs };
+    // a state stored before its increment was kept (format 2, a series of one point): as then
+    if (s.fromNs === 0n) return fresh();
+    return { value: s.incValue, count: s.incCount, fromNs: s.fromNs };
   }
   if (p.startNs !== s.startNs || p.value < s.value || p.count < s.count)
     return { value: p.value, count: p.count, fromNs: p.startNs };

@@ -99,6 +99,13 @@ t.test("OTLP: the review's cases", async (t) => {
       // a model used for the first time now: same start (the provider's), first point 70
       await send(gw.key, counter(r, start, now - 5 * MINUTE, 70, "claude-3-5-sonnet"));
       t.same(await usage(gw.id), { heartbeats: 3, input: 270 }, "the new model's first point counts in full");
+      // the exporter did not get the answer and sends the export again
+      await send(gw.key, counter(r, start, now - 5 * MINUTE, 70, "claude-3-5-sonnet"));
+      t.same(
+        await usage(gw.id),
+        { heartbeats: 3, input: 270 },
+        "its resend gives the same rows: stored once",
+      );
     },
   );
 

@@ -101,9 +101,9 @@ for (const relational of ["pglite", "postgres"] as const) {
       [gw.id],
     );
     t.equal(Number(row.rows[0]?.version), 8, "written back once, by compare and set on the old version");
-    t.match(row.rows[0]?.state ?? "", /^v2\n/, "in the second format");
+    t.match(row.rows[0]?.state ?? "", /^v3\n/, "in the current format");
 
-    // a second process (no memory of the instance) reads the second format
+    // a second process (no memory of the instance) reads the current format
     const other = await testApp(t, { sameStoresAs: ta });
     await send(counter(Date.now(), 1750), other);
     t.equal(await input(), 750, "another process continues from the stored state: + 150");
@@ -173,6 +173,79 @@ for (const relational of ["pglite", "postgres"] as const) {
       t.ok((size.rows[0]?.stored ?? 0) > 2000, `the state is beyond 2 KB (${size.rows[0]?.stored} bytes)`);
       t.equal(size.rows[0]?.toasted, 0, "and nothing of it is in the TOAST table");
     }
+  });
+}
+
+for (const relational of ["pglite", "postgres"] as const) {
+  t.test(`${relational}: a state in the second format is read, then rewritten`, async (t) => {
+    if (!(await requireBackend(t, relational))) return;
+    const ta = await testApp(t, { relational });
+    const w = await seedTenants(ta);
+    const owner = w.keys.bobOrgB;
+    const gw = await gatewayConnection(ta, owner, "v2");
+    const resource = { "service.instance.id": "gw-v2" };
+    const now = Date.now();
+    const start = now - 30 * MINUTE;
+    const [t1, t2, t3] = [now - 20 * MINUTE, now - 10 * MINUTE, now - MINUTE];
+    const counter = (time: number, value: number, model: string): Json =>
+      metricsRequest([
+        {
+          resource,
+          metrics: [
+            sumMetric(INPUT, "cumulative", [
+              { start, time, asInt: value, attributes: { "gen_ai.request.model": model } },
+            ]),
+          ],
+        },
+      ]);
+    const send = async (body: Json) => {
+      const r = await postExport(ta, gw.key, body);
+      t.equal(r.statusCode, 200, r.body);
+    };
+    const input = async () => (await gatewayUsageOf(ta, owner, gw.id)).input_tokens;
+    const keyOf = (body: Json) => {
+      const decoded = decodeMetricsRequest(encodeRequest("metrics", body, "protobuf"), "protobuf");
+      const [point] = mapMetrics(decoded, Date.now()).points;
+      if (!point) throw new Error("the request maps to no point");
+      return point.seriesKey.slice(0, 16); // the second format's keys: 16 characters
+    };
+    const ns = (ms: number) => `${BigInt(ms) * 1_000_000n}`;
+    // what the Vigil of 2026-11-28 stored: gpt-4o at 1,000 then 1,400 (its point before kept),
+    // o3-mini with one point of 300
+    const v2 = [
+      "v2",
+      [ns(start), ns(t1), ns(t2)].join(","),
+      `${keyOf(counter(t2, 1400, "gpt-4o"))} 0 2 1400 0 0 1 1000 0`,
+      `${keyOf(counter(t2, 300, "o3-mini"))} 0 2 300 0`,
+    ].join("\n");
+    await ta.ctx.stores.db.query(
+      "INSERT INTO otlp_series (connection_id, instance, version, state, updated_at) VALUES ($1, $2, 3, $3, now())",
+      [gw.id, "gw-v2", v2],
+    );
+
+    await send(counter(t2, 1400, "gpt-4o"));
+    t.equal(
+      await input(),
+      400,
+      "a resend of the stored point gives the increment it gave then (1,400 − 1,000)",
+    );
+    await send(counter(t3, 1500, "gpt-4o"));
+    await send(counter(t3, 520, "o3-mini"));
+    t.equal(await input(), 400 + 100 + 220, "both series continue from their stored points");
+    await send(counter(t3, 1500, "gpt-4o"));
+    await send(counter(t3, 520, "o3-mini"));
+    t.equal(await input(), 720, "their resends are stored once");
+    const row = await ta.ctx.stores.db.query<{ state: string }>(
+      "SELECT state FROM otlp_series WHERE connection_id = $1",
+      [gw.id],
+    );
+    const lines = (row.rows[0]?.state ?? "").split("\n");
+    t.equal(lines[0], "v3", "rewritten in the current format");
+    t.same(
+      lines.slice(2).map((l) => l.split(" ")[0]?.length),
+      [12, 12],
+      "with the keys cut to 12 characters",
+    );
   });
 }
 
