@@ -281,7 +281,9 @@ function step(
     p.fromNs = inc.fromNs;
     incs.push(p);
     if (s && p.timeNs === s.timeNs) continue; // a resend of the latest point: the state stays
-    change(series, log, key, {
+    // as change() does, with the state the key holds already at hand (s, or none)
+    log.push(key, s ?? undefined);
+    series.set(key, {
       startNs: p.startNs,
       timeNs: p.timeNs,
       value: p.value,
