@@ -55,6 +55,20 @@ import { fmt, table, verdict } from "./lib/report.js";
  *   temporality, once more at the very end after one last export per exporter, over the whole run
  *   (a cumulative series' increments add up to its last value, whatever was lost in between).
  */
+/** Vigil's /metrics token in the benchmark (its commits per round are read from there). */
+const METRICS_TOKEN = "bench-metrics-token-0123456789";
+
+/** Vigil's QuestDB group commits and the rows they carried so far, from its /metrics. */
+async function questdbCommits(vigilUrl: string): Promise<{ commits: number; rows: number }> {
+  const res = await fetch(`${vigilUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+  const text = await res.text();
+  const value = (name: string) => {
+    const m = new RegExp(`^${name}\\{store="questdb"\\} (\\S+)$`, "m").exec(text);
+    return m ? Number(m[1]) : 0;
+  };
+  return { commits: value("vigil_series_commit_rows_count"), rows: value("vigil_series_commit_rows_sum") };
+}
+
 export async function run(config: Config, args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
@@ -185,6 +199,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
           PORT: String(port),
           HOST: "127.0.0.1",
           LOG_LEVEL: "warn",
+          METRICS_TOKEN,
         },
         stdio: ["ignore", out, out],
       },
@@ -238,7 +253,13 @@ export async function run(config: Config, args: string[]): Promise<void> {
         : "POST /v1/otlp/v1/metrics: 404, this build has no OTLP endpoint; its rows are n/a",
     );
 
-    minimal = await minimalOtlpPipeline(pool, qdb.httpUrl, "");
+    // the same rows as Vigil's, the same connection ids in them
+    minimal = await minimalOtlpPipeline(
+      pool,
+      qdb.httpUrl,
+      "",
+      new Map(otlpConns.map((c) => [`Bearer ${c.key}`, c.id])),
+    );
     const t0 = Date.now() - 1000;
     const otlpState: ExporterState[] = otlpConns.map(() => ({ n: 0, startMs: t0, lastMs: t0 }));
     const hbState: ExporterState[] = hbConns.map(() => ({ n: 0, startMs: t0, lastMs: t0 }));
@@ -285,12 +306,18 @@ export async function run(config: Config, args: string[]): Promise<void> {
       run: () => Promise<OtlpLoadResult>,
     ): Promise<Measured> => {
       const serverCpu = () => (server === "vigil" ? processCpuSeconds(vigilPid) : ownCpuSeconds());
+      const commits = () =>
+        server === "vigil"
+          ? questdbCommits(vigilUrl)
+          : Promise.resolve(minimal?.commits() ?? { commits: 0, rows: 0 });
+      const c0 = await commits();
       const s0 = serverCpu();
       const q0 = processCpuSeconds(qdbPid);
       const p0 = postgresCpuSeconds();
       const started = performance.now();
       const r = await run();
       const wall = (performance.now() - started) / 1000;
+      const c1 = await commits();
       const perReq = (s: number) => (s * 1e6) / Math.max(1, r.requests);
       const m: Measured = {
         ...r,
@@ -301,6 +328,8 @@ export async function run(config: Config, args: string[]): Promise<void> {
         loadUs: perReq(r.cpuSeconds),
         serverCores: (serverCpu() - s0) / wall,
         storeCores: (processCpuSeconds(qdbPid) - q0) / wall,
+        commitsPerSecond: (c1.commits - c0.commits) / wall,
+        rowsPerCommit: (c1.rows - c0.rows) / Math.max(1, c1.commits - c0.commits),
       };
       const bad = r.non2xx + r.errors;
       say(
@@ -444,9 +473,10 @@ export async function run(config: Config, args: string[]): Promise<void> {
     await stopChild();
     // what every export's state rewrite did to its table (the statistics are flushed by the time
     // Vigil's connections closed)
-    const table = await db.query<{ upd: string; hot: string; bytes: string; rows: string }>(
+    const table = await db.query<{ upd: string; hot: string; bytes: string; rows: string; state: string }>(
       `SELECT n_tup_upd AS upd, n_tup_hot_upd AS hot, n_live_tup AS rows,
-              pg_total_relation_size('otlp_series') AS bytes
+              pg_total_relation_size('otlp_series') AS bytes,
+              (SELECT avg(octet_length(state)) FROM otlp_series) AS state
          FROM pg_stat_user_tables WHERE relname = 'otlp_series'`,
     );
     const stateTable = table.rows[0]
@@ -455,6 +485,7 @@ export async function run(config: Config, args: string[]): Promise<void> {
           hot: Number(table.rows[0].hot),
           rows: Number(table.rows[0].rows),
           bytes: Number(table.rows[0].bytes),
+          stateBytes: Number(table.rows[0].state),
         }
       : undefined;
     const vigilLog = fs.readFileSync(logFile, "utf8");
@@ -500,6 +531,9 @@ export async function run(config: Config, args: string[]): Promise<void> {
 }
 
 type Measured = OtlpLoadResult & {
+  /** QuestDB commits (group commit flushes) per second, and rows per commit. */
+  commitsPerSecond: number;
+  rowsPerCommit: number;
   label: string;
   serverUs: number;
   storeUs: number;
@@ -670,7 +704,7 @@ function report(
     hbMid: Measured;
     checks: Check[];
     qdbPid: number | undefined;
-    stateTable: { updates: number; hot: number; rows: number; bytes: number } | undefined;
+    stateTable: { updates: number; hot: number; rows: number; bytes: number; stateBytes: number } | undefined;
   },
 ): void {
   const P = r.pointsPerExport;
@@ -790,6 +824,8 @@ function report(
         "load generator",
         "server cores",
         "QuestDB cores",
+        "QuestDB commits/s",
+        "rows a commit",
       ],
       r.runs.map((m) => [
         m.label,
@@ -801,6 +837,8 @@ function report(
         fmt(m.loadUs),
         fmt(m.serverCores, 2),
         fmt(m.storeCores, 2),
+        fmt(m.commitsPerSecond),
+        fmt(m.rowsPerCommit),
       ]),
     ),
   );
@@ -868,7 +906,7 @@ function report(
     const st = r.stateTable;
     console.log(
       `PostgreSQL otlp_series (the cumulative states): ${fmt(st.updates)} updates, ${fmt((100 * st.hot) / Math.max(1, st.updates), 1)} % of them HOT (on their own page, no index entry); ` +
-        `${fmt(st.rows)} rows in ${fmt(st.bytes / 1024)} KiB with index and TOAST`,
+        `${fmt(st.rows)} rows (states of ${fmt(st.stateBytes)} bytes on average, ${fmt(st.stateBytes / (r.pointsPerExport || 1), 1)} a series) in ${fmt(st.bytes / 1024)} KiB with index and TOAST`,
     );
   }
   const failed = r.checks.filter((c) => !c.ok);
