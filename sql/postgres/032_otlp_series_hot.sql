@@ -4,5 +4,5 @@
 -- primary key entry, and the table and its index grow by a row per export until vacuum comes
 -- (measured: 100 instances, 8 s of updates, 180 MB). Pages half filled by inserts keep room for
 -- each row's next version beside it: the update stays on its page (a HOT update: no index entry,
--- the dead version pruned in place), for states of up to about 4 KB (about 65 series).
+-- the dead version pruned in place), for states of up to about 4 KB (about 90 series in state format 3).
 ALTER TABLE otlp_series SET (fillfactor = 50);

@@ -43,7 +43,7 @@ interface Entry {
 
 /**
  * The most series Vigil follows per gateway instance (each export rewrites the instance's whole
- * state: about 40 bytes a series). 500 models with every token type and a duration are 3,000;
+ * state: about 45 bytes a series). 500 models with every token type and a duration are 3,000;
  * a restart doubles them until the earlier life's leave. At the cap, series not moved for a day
  * make room; when none is that old, points of further new series are refused.
  */
